@@ -1,0 +1,242 @@
+//! Organisations, users and API keys, kept in the system accounts graph.
+//!
+//! API keys are stored as SHA-256 hashes (they are 256-bit random tokens, so a fast hash is
+//! enough); the hashes are also held in memory so the per-request key check touches no disk.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use oxigraph::model::vocab::rdf;
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::identity::NodeIdentity;
+use crate::secrets::random_token;
+use crate::store::{graphs, Queries, Store};
+use crate::vocab::{dsn, xsd};
+
+/// Who presented an `x-api-key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyHolder {
+    Operator,
+    Organization(String),
+}
+
+pub struct NewAccount {
+    /// Already validated and normalised (lower case).
+    pub email: String,
+    pub password_hash: String,
+    pub profile_name: Option<String>,
+    /// DID of an existing organisation to join.
+    pub organization: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreatedAccount {
+    pub identity: String,
+    pub organization: String,
+    pub api_key: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct UserRecord {
+    pub identity: String,
+    pub organization: String,
+    pub password_hash: String,
+}
+
+pub struct Accounts {
+    store: Arc<Store>,
+    queries: Arc<Queries>,
+    identity: Arc<NodeIdentity>,
+    /// SHA-256 (hex) of an organisation key → organisation DID.
+    keys: RwLock<HashMap<String, String>>,
+}
+
+pub fn key_hash(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+impl Accounts {
+    /// Loads the key hashes. Blocking.
+    pub fn open(
+        store: Arc<Store>,
+        queries: Arc<Queries>,
+        identity: Arc<NodeIdentity>,
+    ) -> Result<Self> {
+        let mut keys = HashMap::new();
+        for row in queries.select(&store, "organization_keys", &[])? {
+            if let (Some(Term::NamedNode(org)), Some(Term::Literal(hash))) =
+                (row.get("org"), row.get("keyHash"))
+            {
+                keys.insert(hash.value().to_owned(), org.as_str().to_owned());
+            }
+        }
+        Ok(Self {
+            store,
+            queries,
+            identity,
+            keys: RwLock::new(keys),
+        })
+    }
+
+    pub fn organization_for_key(&self, key: &str) -> Option<String> {
+        self.keys
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key_hash(key))
+            .cloned()
+    }
+
+    pub fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
+        let rows = self.queries.select(
+            &self.store,
+            "user_by_email",
+            &[("email", Literal::new_simple_literal(email).into())],
+        )?;
+        Ok(rows.first().and_then(user_record))
+    }
+
+    /// Creates a user, and a new organisation when none is named. Everything is written in one
+    /// transaction, checked under the writer lock: a duplicate email leaves nothing behind.
+    /// Blocking.
+    pub fn create(
+        &self,
+        holder: &KeyHolder,
+        presented_key: &str,
+        new: NewAccount,
+    ) -> Result<CreatedAccount> {
+        let (organization, join, minted_key) = match (holder, new.organization.as_deref()) {
+            (KeyHolder::Operator, None) => {
+                let org = self.identity.organization_did(&new_id());
+                (org, false, Some(random_token("dsn_org_")))
+            }
+            (KeyHolder::Operator, Some(org)) => {
+                // The operator cannot learn an organisation's existing key (only its hash is
+                // stored), so joining through the operator mints an additional key for it.
+                (org.to_owned(), true, Some(random_token("dsn_org_")))
+            }
+            (KeyHolder::Organization(own), None) => (own.clone(), true, None),
+            (KeyHolder::Organization(own), Some(org)) if org == own => (own.clone(), true, None),
+            (KeyHolder::Organization(_), Some(_)) => {
+                return Err(Error::Forbidden(
+                    "an organisation API key can only add users to its own organisation".into(),
+                ))
+            }
+        };
+        let org_node = NamedNode::new(&organization)
+            .map_err(|_| Error::invalid_field("organizationId", "not a valid DID"))?;
+        let user = self.identity.user_did(&new_id());
+        let user_node = NamedNode::new_unchecked(&user);
+        let graph = GraphName::from(graphs::accounts());
+        let now = now_literal();
+
+        self.store.write(|tx| {
+            if !self
+                .queries
+                .select_in(
+                    tx,
+                    "user_by_email",
+                    &[("email", Literal::new_simple_literal(&new.email).into())],
+                )?
+                .is_empty()
+            {
+                return Err(Error::DuplicateEmail(format!(
+                    "an account with the email {} already exists",
+                    new.email
+                )));
+            }
+            if join
+                && !self.queries.ask_in(
+                    tx,
+                    "organization_exists",
+                    &[("org", org_node.clone().into())],
+                )?
+            {
+                return Err(Error::NotFound(format!(
+                    "organisation {organization} not found on this node"
+                )));
+            }
+            let mut add = |s: &NamedNode, p: NamedNode, o: Term| {
+                tx.insert(&Quad::new(s.clone(), p, o, graph.clone()));
+            };
+            if !join {
+                add(
+                    &org_node,
+                    rdf::TYPE.into_owned(),
+                    dsn("Organization").into(),
+                );
+                add(&org_node, dsn("created"), now.clone().into());
+            }
+            if let Some(key) = &minted_key {
+                add(
+                    &org_node,
+                    dsn("apiKeyHash"),
+                    Literal::new_simple_literal(key_hash(key)).into(),
+                );
+            }
+            add(&user_node, rdf::TYPE.into_owned(), dsn("User").into());
+            add(
+                &user_node,
+                dsn("email"),
+                Literal::new_simple_literal(&new.email).into(),
+            );
+            add(
+                &user_node,
+                dsn("passwordHash"),
+                Literal::new_simple_literal(&new.password_hash).into(),
+            );
+            add(&user_node, dsn("memberOf"), org_node.clone().into());
+            add(&user_node, dsn("created"), now.clone().into());
+            if let Some(name) = &new.profile_name {
+                add(
+                    &user_node,
+                    dsn("profileName"),
+                    Literal::new_simple_literal(name).into(),
+                );
+            }
+            Ok(())
+        })?;
+
+        let api_key = match minted_key {
+            Some(key) => {
+                self.keys
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(key_hash(&key), organization.clone());
+                key
+            }
+            None => presented_key.to_owned(),
+        };
+        Ok(CreatedAccount {
+            identity: user,
+            organization,
+            api_key,
+        })
+    }
+}
+
+fn user_record(row: &oxigraph::sparql::QuerySolution) -> Option<UserRecord> {
+    match (row.get("user"), row.get("org"), row.get("hash")) {
+        (Some(Term::NamedNode(u)), Some(Term::NamedNode(o)), Some(Term::Literal(h))) => {
+            Some(UserRecord {
+                identity: u.as_str().to_owned(),
+                organization: o.as_str().to_owned(),
+                password_hash: h.value().to_owned(),
+            })
+        }
+        _ => None,
+    }
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+fn now_literal() -> Literal {
+    Literal::new_typed_literal(
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        xsd("dateTime"),
+    )
+}

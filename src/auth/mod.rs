@@ -1,0 +1,295 @@
+//! Who is calling: API keys, login, sessions.
+//!
+//! Every request but login carries an `x-api-key` (the operator's key or an organisation's own
+//! key). Data endpoints also need a session: the `access_token` cookie or a Bearer JWT. A key
+//! of one organisation never authorises a session of another.
+
+pub mod password;
+pub mod session;
+pub mod throttle;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+
+use crate::accounts::{Accounts, CreatedAccount, KeyHolder, NewAccount};
+use crate::error::{Error, Result};
+use password::Passwords;
+pub use session::{Claims, Session, Sessions};
+use throttle::LoginThrottle;
+
+/// The authenticated caller of a data endpoint.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// User DID.
+    pub user: String,
+    /// Organisation DID.
+    pub organization: String,
+    /// The request carried the node operator's key.
+    pub operator: bool,
+    /// When the session ends, in milliseconds since the Unix epoch.
+    pub expiry_ms: i64,
+}
+
+pub struct AccountInput {
+    pub email: String,
+    pub password: String,
+    pub profile_name: Option<String>,
+    pub organization: Option<String>,
+}
+
+pub struct LoggedIn {
+    pub session: Session,
+    pub identity: String,
+}
+
+pub struct Auth {
+    operator_key_hash: [u8; 32],
+    sessions: Sessions,
+    passwords: Passwords,
+    /// Failed logins per email, and (with a higher bar, since many users share an address
+    /// behind NAT) per client address.
+    by_email: LoginThrottle,
+    by_client: LoginThrottle,
+    accounts: Arc<Accounts>,
+}
+
+const BAD_LOGIN: &str = "invalid email or password";
+
+impl Auth {
+    pub fn new(
+        operator_key: &str,
+        sessions: Sessions,
+        max_failures: u32,
+        window: std::time::Duration,
+        accounts: Arc<Accounts>,
+    ) -> Result<Self> {
+        Ok(Self {
+            operator_key_hash: Sha256::digest(operator_key.as_bytes()).into(),
+            sessions,
+            passwords: Passwords::new()?,
+            by_email: LoginThrottle::new(max_failures, window),
+            by_client: LoginThrottle::new(max_failures.saturating_mul(4), window),
+            accounts,
+        })
+    }
+
+    /// Resolves an `x-api-key` header value.
+    pub fn key_holder(&self, key: Option<&str>) -> Result<KeyHolder> {
+        let key = key.ok_or_else(|| Error::Unauthorized("missing x-api-key header".into()))?;
+        let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        // Compared in constant time: the operator key opens every organisation.
+        if hash
+            .iter()
+            .zip(self.operator_key_hash.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+        {
+            return Ok(KeyHolder::Operator);
+        }
+        self.accounts
+            .organization_for_key(key)
+            .map(KeyHolder::Organization)
+            .ok_or_else(|| Error::Unauthorized("invalid API key".into()))
+    }
+
+    /// Checks the API key and the session token of a data request.
+    pub fn authenticate(&self, key: Option<&str>, token: Option<&str>) -> Result<Caller> {
+        let holder = self.key_holder(key)?;
+        let token = token.ok_or_else(|| {
+            Error::Unauthorized(
+                "missing session: send the access_token cookie or a Bearer token".into(),
+            )
+        })?;
+        let claims = self.sessions.verify(token)?;
+        match holder {
+            KeyHolder::Operator => Ok(Caller {
+                user: claims.sub,
+                organization: claims.org,
+                operator: true,
+                expiry_ms: claims.exp * 1000,
+            }),
+            KeyHolder::Organization(org) if org == claims.org => Ok(Caller {
+                user: claims.sub,
+                organization: claims.org,
+                operator: false,
+                expiry_ms: claims.exp * 1000,
+            }),
+            KeyHolder::Organization(_) => Err(Error::Unauthorized(
+                "the API key does not belong to the session's organisation".into(),
+            )),
+        }
+    }
+
+    pub async fn login(
+        &self,
+        key: Option<&str>,
+        client: IpAddr,
+        email: &str,
+        password: String,
+    ) -> Result<LoggedIn> {
+        let holder = self.key_holder(key)?;
+        let email = normalise_email(email)?;
+        let email_key = [email.clone()];
+        let client_key = [client.to_string()];
+        self.by_email
+            .check(&email_key)
+            .and_then(|()| self.by_client.check(&client_key))
+            .map_err(|retry_after_secs| Error::TooManyRequests { retry_after_secs })?;
+        let failed = || {
+            self.by_email.record_failure(&email_key);
+            self.by_client.record_failure(&client_key);
+        };
+
+        let accounts = self.accounts.clone();
+        let lookup = email.clone();
+        let user = tokio::task::spawn_blocking(move || accounts.user_by_email(&lookup)).await??;
+        let password_ok = self
+            .passwords
+            .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
+            .await?;
+        let user = match user {
+            Some(u) if password_ok => u,
+            _ => {
+                failed();
+                return Err(Error::Unauthorized(BAD_LOGIN.into()));
+            }
+        };
+        let key_fits = match &holder {
+            KeyHolder::Operator => true,
+            KeyHolder::Organization(org) => *org == user.organization,
+        };
+        if !key_fits {
+            failed();
+            return Err(Error::Unauthorized(
+                "the API key does not belong to this user's organisation".into(),
+            ));
+        }
+        self.by_email.forget(&email);
+        Ok(LoggedIn {
+            session: self.sessions.issue(&user.identity, &user.organization)?,
+            identity: user.identity,
+        })
+    }
+
+    pub async fn create_account(
+        &self,
+        key: Option<&str>,
+        input: AccountInput,
+    ) -> Result<(CreatedAccount, Session)> {
+        let holder = self.key_holder(key)?;
+        let email = normalise_email(&input.email)?;
+        check_password(&input.password)?;
+        if let Some(name) = &input.profile_name {
+            if name.chars().count() > 200 {
+                return Err(Error::invalid_field(
+                    "profileName",
+                    "at most 200 characters",
+                ));
+            }
+        }
+        if let Some(org) = &input.organization {
+            if !org.starts_with("did:") {
+                return Err(Error::invalid_field(
+                    "organizationId",
+                    "must be an organisation DID",
+                ));
+            }
+        }
+        let password_hash = self.passwords.hash(input.password).await?;
+        let accounts = self.accounts.clone();
+        let presented = key.unwrap_or_default().to_owned();
+        let new = NewAccount {
+            email,
+            password_hash,
+            profile_name: input.profile_name,
+            organization: input.organization,
+        };
+        let created =
+            tokio::task::spawn_blocking(move || accounts.create(&holder, &presented, new))
+                .await??;
+        let session = self
+            .sessions
+            .issue(&created.identity, &created.organization)?;
+        Ok((created, session))
+    }
+}
+
+/// Trims and lower-cases an email after a syntax check.
+pub fn normalise_email(raw: &str) -> Result<String> {
+    let email = raw.trim().to_lowercase();
+    let bad = |why: &str| Err(Error::invalid_field("email", why));
+    if email.len() > 254 {
+        return bad("longer than 254 characters");
+    }
+    let Some((local, domain)) = email.split_once('@') else {
+        return bad("not an email address (no @)");
+    };
+    if local.is_empty() || local.len() > 64 {
+        return bad("the part before @ must have 1 to 64 characters");
+    }
+    if domain.contains('@') {
+        return bad("more than one @");
+    }
+    let labels: Vec<&str> = domain.split('.').collect();
+    if labels.len() < 2
+        || labels.iter().any(|l| {
+            l.is_empty()
+                || l.starts_with('-')
+                || l.ends_with('-')
+                || !l.chars().all(|c| c.is_alphanumeric() || c == '-')
+        })
+    {
+        return bad("the domain must be a dotted host name");
+    }
+    if email.chars().any(|c| c.is_whitespace() || c.is_control())
+        || local.contains(['<', '>', '(', ')', ',', ';', ':', '\\', '"', '[', ']'])
+    {
+        return bad("contains characters not allowed in an email address");
+    }
+    Ok(email)
+}
+
+fn check_password(password: &str) -> Result<()> {
+    let n = password.chars().count();
+    if n < 8 {
+        return Err(Error::invalid_field("password", "at least 8 characters"));
+    }
+    if password.len() > 1024 {
+        return Err(Error::invalid_field("password", "at most 1024 bytes"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_checked_and_lower_cased() {
+        assert_eq!(
+            normalise_email("  Ana@Example.COM ").unwrap(),
+            "ana@example.com"
+        );
+        for bad in [
+            "",
+            "ana",
+            "ana@",
+            "@example.com",
+            "ana@localhost",
+            "a b@example.com",
+            "ana@ex..com",
+            "a@b@example.com",
+        ] {
+            assert!(normalise_email(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn passwords_need_eight_characters() {
+        assert!(check_password("1234567").is_err());
+        assert!(check_password("12345678").is_ok());
+        assert!(check_password("ééééééé").is_err());
+    }
+}

@@ -1,0 +1,193 @@
+//! Benchmark: starts a real node (temporary data dir, port 0), drives it through HTTP and
+//! prints figures. `cargo run --release --bin bench -- --help`.
+
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use dataspace_node::Config;
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+#[command(about = "Inbox throughput and latency through the real HTTP API")]
+struct Args {
+    /// Creates posted one at a time (concurrency 1).
+    #[arg(long, default_value_t = 2000)]
+    sequential: usize,
+    /// Creates posted by 16 concurrent clients.
+    #[arg(long, default_value_t = 8000)]
+    concurrent: usize,
+    /// Concurrent clients for the second run.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+}
+
+const EXAMPLE: &str = include_str!("../../tests/fixtures/examples/create-consignment.json");
+
+struct Sample {
+    latency: Duration,
+    /// parse, expand, shapes, store (ms), from Server-Timing.
+    stages: [f64; 4],
+}
+
+fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 4] {
+    let mut out = [0.0; 4];
+    let Some(text) = header.and_then(|h| h.to_str().ok()) else {
+        return out;
+    };
+    for part in text.split(',') {
+        let (name, dur) = part.trim().split_once(";dur=").unwrap_or(("", "0"));
+        let i = match name {
+            "parse" => 0,
+            "expand" => 1,
+            "shapes" => 2,
+            "store" => 3,
+            _ => continue,
+        };
+        out[i] = dur.parse().unwrap_or(0.0);
+    }
+    out
+}
+
+struct Client {
+    http: reqwest::Client,
+    url: String,
+    key: String,
+    token: String,
+    org: String,
+}
+
+impl Client {
+    async fn create(&self, n: usize) -> Sample {
+        let mut activity: Value = serde_json::from_str(EXAMPLE).unwrap();
+        activity["actor"]["registeredId"]["@value"] = json!(self.org);
+        activity["object"]["globalId"] = json!(format!("urn:uuid:{}", uuid::Uuid::new_v4()));
+        activity["object"]["identifier"] =
+            json!(format!("BENCH-{n}-{}", uuid::Uuid::new_v4().simple()));
+        let body = serde_json::to_vec(&activity).unwrap();
+        let t = Instant::now();
+        let r = self
+            .http
+            .post(&self.url)
+            .header("x-api-key", &self.key)
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("request");
+        let status = r.status();
+        let stages = stages(r.headers().get("server-timing"));
+        let entry: Value = r.json().await.expect("entry");
+        let latency = t.elapsed();
+        assert_eq!(status, 201, "{entry}");
+        assert_eq!(entry["status"], "completed", "{entry}");
+        Sample { latency, stages }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn report(name: &str, samples: &[Sample], wall: Duration) {
+    let mut lat: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
+    lat.sort();
+    let n = samples.len() as f64;
+    let mean = |i: usize| samples.iter().map(|s| s.stages[i]).sum::<f64>() / n;
+    println!(
+        "| {name} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+        samples.len(),
+        n / wall.as_secs_f64(),
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        mean(0),
+        mean(1),
+        mean(2),
+        mean(3),
+    );
+}
+
+fn main() {
+    let args = Args::parse();
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_data_dir(dir.path());
+    config.api_key = Some("bench-operator-key-0123456789".into());
+    let listener = server_rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = server_rt.spawn(dataspace_node::run(listener, config.clone(), async {
+        let _ = stopped.await;
+    }));
+
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    client_rt.block_on(async {
+        let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        for _ in 0..400 {
+            if http.get(format!("{base}/health")).send().await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let created: Value = http
+            .post(format!("{base}/authentication/login/create"))
+            .header("x-api-key", config.api_key.as_deref().unwrap())
+            .json(&json!({"email": "bench@forwarder.example", "password": "bench password"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let client = std::sync::Arc::new(Client {
+            http,
+            url: format!("{base}/supply-chain/data-space/inbox"),
+            key: created["apiKey"].as_str().unwrap().into(),
+            token: created["token"].as_str().unwrap().into(),
+            org: created["organizationId"].as_str().unwrap().into(),
+        });
+        for n in 0..200 {
+            client.create(n).await;
+        }
+        println!("Inbox Create, example-sized consignment (71 quads), through HTTP on {base}");
+        println!();
+        println!("| run | activities | per s | p50 ms | p99 ms | parse ms | expand ms | shapes ms | store ms |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        let t = Instant::now();
+        let mut samples = Vec::with_capacity(args.sequential);
+        for n in 0..args.sequential {
+            samples.push(client.create(1_000_000 + n).await);
+        }
+        report("concurrency 1", &samples, t.elapsed());
+
+        let t = Instant::now();
+        let per_client = args.concurrent / args.clients.max(1);
+        let mut tasks = Vec::new();
+        for c in 0..args.clients {
+            let client = client.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut out = Vec::with_capacity(per_client);
+                for n in 0..per_client {
+                    out.push(client.create(2_000_000 + c * per_client + n).await);
+                }
+                out
+            }));
+        }
+        let mut samples = Vec::new();
+        for t in tasks {
+            samples.extend(t.await.unwrap());
+        }
+        report(&format!("concurrency {}", args.clients), &samples, t.elapsed());
+    });
+    let _ = stop.send(());
+    server_rt.block_on(server).unwrap().unwrap();
+}

@@ -1,0 +1,73 @@
+//! Node configuration: one clap struct, every option with an environment fallback.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+/// Options of `dataspace-node serve`.
+#[derive(Args, Debug, Clone)]
+pub struct Config {
+    /// Address and port to listen on.
+    #[arg(long, env = "DATASPACE_NODE_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+
+    /// Directory holding the store, secrets and blobs. Created when missing.
+    #[arg(long, env = "DATASPACE_NODE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// The node operator's API key. When absent, one is generated on first start and kept in
+    /// `<data-dir>/secrets/operator-api-key` (mode 0600).
+    #[arg(long, env = "DATASPACE_NODE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Public URL of the node, used in DIDs and links. Defaults to `http://<bind>`.
+    #[arg(long, env = "DATASPACE_NODE_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// Lifetime of a login session (its JWT), in seconds.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_SESSION_LIFETIME_SECS",
+        default_value_t = 3600
+    )]
+    pub session_lifetime_secs: u64,
+
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "DATASPACE_NODE_BODY_LIMIT_BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub body_limit_bytes: usize,
+
+    /// Failed logins allowed per email within the throttle window (four times as many per client
+    /// address).
+    #[arg(long, env = "DATASPACE_NODE_LOGIN_MAX_FAILURES", default_value_t = 5)]
+    pub login_max_failures: u32,
+
+    /// Length of the login throttle window, in seconds.
+    #[arg(long, env = "DATASPACE_NODE_LOGIN_WINDOW_SECS", default_value_t = 300)]
+    pub login_window_secs: u64,
+}
+
+impl Config {
+    /// A configuration with every default, for a given data directory (tests, tools).
+    pub fn with_data_dir(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            bind: "127.0.0.1:0".parse().expect("literal address"),
+            data_dir: data_dir.into(),
+            api_key: None,
+            base_url: None,
+            session_lifetime_secs: 3600,
+            body_limit_bytes: 10 * 1024 * 1024,
+            login_max_failures: 5,
+            login_window_secs: 300,
+        }
+    }
+
+    pub fn session_lifetime(&self) -> Duration {
+        Duration::from_secs(self.session_lifetime_secs)
+    }
+
+    pub fn login_window(&self) -> Duration {
+        Duration::from_secs(self.login_window_secs)
+    }
+}

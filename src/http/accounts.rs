@@ -1,0 +1,91 @@
+//! `/authentication/*`: account creation, login, and the current session.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::extract::{ApiKey, Body, Fields, SESSION_COOKIE};
+use crate::auth::{AccountInput, Caller};
+use crate::error::{Error, Result};
+use crate::node::Node;
+
+/// `POST /authentication/login/create`
+pub async fn create(
+    State(node): State<Arc<Node>>,
+    ApiKey(key): ApiKey,
+    body: Body,
+) -> Result<Response> {
+    // The key is checked before the body is read, so an anonymous caller learns nothing.
+    node.auth.key_holder(key.as_deref())?;
+    let object = body.json_object()?;
+    let fields = Fields(&object);
+    let input = AccountInput {
+        email: fields.required_str("email")?,
+        password: fields.required_str("password")?,
+        profile_name: fields.optional_str("profileName")?,
+        organization: fields.optional_str("organizationId")?,
+    };
+    let (created, session) = node.auth.create_account(key.as_deref(), input).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "token": session.token,
+            "expiry": session.expiry_ms,
+            "identity": created.identity,
+            "organizationId": created.organization,
+            "apiKey": created.api_key,
+        })),
+    )
+        .into_response())
+}
+
+/// `POST /authentication/login`
+pub async fn login(
+    State(node): State<Arc<Node>>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    ApiKey(key): ApiKey,
+    body: Body,
+) -> Result<Response> {
+    node.auth.key_holder(key.as_deref())?;
+    let object = body.json_object()?;
+    let fields = Fields(&object);
+    let email = fields.required_str("email")?;
+    let password = fields.required_str("password")?;
+    let logged_in = node
+        .auth
+        .login(key.as_deref(), client.ip(), &email, password)
+        .await?;
+    let secure = if node.identity.is_https() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{SESSION_COOKIE}={}; HttpOnly; Path=/; SameSite=Strict{secure}",
+        logged_in.session.token
+    );
+    let mut response = Json(json!({
+        "expiry": logged_in.session.expiry_ms,
+        "identity": logged_in.identity,
+    }))
+    .into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).map_err(Error::internal)?,
+    );
+    Ok(response)
+}
+
+/// `GET /authentication/session`: who the session belongs to and when it ends.
+pub async fn session(caller: Caller) -> Json<serde_json::Value> {
+    Json(json!({
+        "identity": caller.user,
+        "organizationId": caller.organization,
+        "expiry": caller.expiry_ms,
+    }))
+}

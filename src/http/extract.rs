@@ -1,0 +1,129 @@
+//! Extractors: the caller's credentials and request bodies, failing with the spec's errors.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde_json::{Map, Value};
+
+use crate::auth::Caller;
+use crate::error::Error;
+use crate::node::Node;
+
+pub const API_KEY_HEADER: &str = "x-api-key";
+pub const SESSION_COOKIE: &str = "access_token";
+
+/// The `x-api-key` header, if any. Checking it is the domain's job.
+pub struct ApiKey(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ApiKey {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Error> {
+        Ok(Self(
+            parts
+                .headers
+                .get(API_KEY_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        ))
+    }
+}
+
+/// The session token: `Authorization: Bearer …` or else the `access_token` cookie.
+fn session_token(parts: &Parts) -> Option<&str> {
+    let bearer = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    bearer.or_else(|| {
+        parts
+            .headers
+            .get_all(COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == SESSION_COOKIE)
+            .map(|(_, value)| value.trim())
+    })
+}
+
+impl FromRequestParts<Arc<Node>> for Caller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, node: &Arc<Node>) -> Result<Self, Error> {
+        let key = parts
+            .headers
+            .get(API_KEY_HEADER)
+            .and_then(|v| v.to_str().ok());
+        node.auth.authenticate(key, session_token(parts))
+    }
+}
+
+/// The raw request body, limited by the node's body limit (413 beyond it).
+pub struct Body(pub Bytes);
+
+impl FromRequest<Arc<Node>> for Body {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, node: &Arc<Node>) -> Result<Self, Error> {
+        Bytes::from_request(req, node)
+            .await
+            .map(Body)
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    Error::PayloadTooLarge {
+                        limit: node.config.body_limit_bytes,
+                    }
+                } else {
+                    Error::bad_request(format!(
+                        "could not read the request body: {}",
+                        rejection.body_text()
+                    ))
+                }
+            })
+    }
+}
+
+impl Body {
+    /// The body as a JSON object (400 when it is not JSON or not an object).
+    pub fn json_object(&self) -> Result<Map<String, Value>, Error> {
+        match serde_json::from_slice::<Value>(&self.0) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(Error::bad_request("the request body must be a JSON object")),
+            Err(e) => Err(Error::bad_request(format!(
+                "the request body is not valid JSON: {e}"
+            ))),
+        }
+    }
+}
+
+/// Reads typed fields of a JSON object, naming the field in every error.
+pub struct Fields<'a>(pub &'a Map<String, Value>);
+
+impl Fields<'_> {
+    pub fn required_str(&self, name: &str) -> Result<String, Error> {
+        match self.0.get(name) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            None | Some(Value::Null) => Err(Error::invalid_field(name, "required")),
+            Some(_) => Err(Error::invalid_field(name, "must be a string")),
+        }
+    }
+
+    pub fn optional_str(&self, name: &str) -> Result<Option<String>, Error> {
+        match self.0.get(name) {
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => Err(Error::invalid_field(name, "must be a string")),
+        }
+    }
+}

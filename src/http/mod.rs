@@ -1,0 +1,49 @@
+//! HTTP adapter: routes, extractors and the error mapping. Handlers only translate between
+//! HTTP and the domain modules; they hold no rules of their own.
+
+mod accounts;
+pub mod error;
+pub mod extract;
+mod inbox;
+mod ops;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::HeaderName;
+use axum::routing::{get, post};
+use axum::Router;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+use crate::node::Node;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+pub fn router(node: Arc<Node>) -> Router {
+    let body_limit = node.config.body_limit_bytes;
+    Router::new()
+        .route("/health", get(ops::health))
+        .route("/authentication/login", post(accounts::login))
+        .route("/authentication/login/create", post(accounts::create))
+        .route("/authentication/session", get(accounts::session))
+        .route("/supply-chain/data-space/inbox", post(inbox::post))
+        .route(
+            "/supply-chain/data-space/activity-logs/{id}",
+            get(inbox::log_entry),
+        )
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let id = req
+                .headers()
+                .get(REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            tracing::info_span!("request", id, method = %req.method(), path = req.uri().path())
+        }))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .with_state(node)
+}

@@ -1,0 +1,30 @@
+//! Operational endpoints and the fallbacks for unknown routes and methods.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::node::Node;
+
+/// `GET /health`: 200 when the store answers.
+pub async fn health(State(node): State<Arc<Node>>) -> Result<Json<Value>> {
+    let store = node.store.clone();
+    tokio::task::spawn_blocking(move || store.ping())
+        .await?
+        .map_err(|e| {
+            tracing::error!(error = %e, "health check: store did not answer");
+            Error::Unavailable("the store is not available".into())
+        })?;
+    Ok(Json(json!({"status": "ok"})))
+}
+
+pub async fn not_found() -> Error {
+    Error::NotFound("no such endpoint".into())
+}
+
+pub async fn method_not_allowed() -> Error {
+    Error::MethodNotAllowed
+}

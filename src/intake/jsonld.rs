@@ -1,0 +1,1039 @@
+//! Offline JSON-LD → RDF for the node's known contexts.
+//!
+//! A generic JSON-LD processor re-processes the 400 KB D23B context per document (~300 ms with
+//! oxjsonld) or clones a processed copy (~5 ms with the json-ld crate). The contexts a caller may
+//! name are fixed and shipped in `contexts/`, so each is compiled once at start-up into a term
+//! table, and every chain of them a document uses (AS2, then D23B inside `object`) is merged once
+//! and cached. Expansion then goes straight from `serde_json::Value` to triples.
+//!
+//! The subset accepted is what the API's payloads use: remote contexts by URL (never inline,
+//! never fetched), node objects with `@id`/`@type`, value objects (`@value`, `@type`,
+//! `@language`), arrays, type coercion (`@id`, `@vocab`, datatypes), `@list` and `@language`
+//! containers. Anything else (inline contexts, `@graph`, `@reverse`, `@included`, `@nest`,
+//! `@set`/`@list` objects, `@index`, `@json`, ...) is refused with a message naming it, so a
+//! document is either expanded exactly as a full processor would, or rejected. Tests compare the
+//! output with oxjsonld (Oxigraph's full JSON-LD parser) on the examples and generated inputs.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use oxigraph::model::vocab::{rdf, xsd};
+use oxigraph::model::{BlankNode, Literal, NamedNode, NamedOrBlankNode, Term, Triple};
+use serde_json::{Map, Value};
+
+/// Why a document cannot be expanded. Always the caller's fault (a 400).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonLdError {
+    /// Where in the document, e.g. `object.atArrivalTransportMovement.arrivalEvent[0]`.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for JsonLdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Coercion {
+    None,
+    Id,
+    Vocab,
+    Datatype(NamedNode),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Container {
+    None,
+    List,
+    Language,
+}
+
+#[derive(Debug, Clone)]
+struct TermDef {
+    /// An absolute IRI, a blank node id (`_:x`) or a keyword (`@id`, `@type`).
+    iri: String,
+    coercion: Coercion,
+    container: Container,
+    /// May be used as the prefix of a compact IRI (JSON-LD 1.1: a simple term definition
+    /// whose IRI ends with a gen-delim character).
+    prefix: bool,
+}
+
+/// What kind of value a context gives a property (for the shape checks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PropertyKind {
+    /// `@type: @id` or `@vocab`: a nested object or an IRI.
+    Node,
+    /// A datatype coercion: a literal (of that datatype when it is a string).
+    Literal(Option<NamedNode>),
+    /// No coercion: anything.
+    Any,
+}
+
+/// The terms in force at one point of a document.
+#[derive(Debug, Default)]
+pub struct ActiveContext {
+    terms: HashMap<String, TermDef>,
+    vocab: Option<String>,
+    /// The chain of context documents that built it (indexes into `Contexts::docs`).
+    chain: Vec<usize>,
+}
+
+struct ContextDoc {
+    url: String,
+    terms: HashMap<String, TermDef>,
+    vocab: Option<String>,
+}
+
+/// Known context documents and the merged contexts built from them.
+pub struct Contexts {
+    urls: HashMap<String, usize>,
+    docs: Vec<ContextDoc>,
+    merged: RwLock<HashMap<Vec<usize>, Arc<ActiveContext>>>,
+}
+
+/// How many context documents one chain may stack; far beyond what a payload needs.
+const MAX_CHAIN: usize = 6;
+/// How many merged contexts are kept; other chains are rebuilt per use.
+const MAX_CACHED: usize = 64;
+
+const KEYWORDS: &[&str] = &[
+    "@base",
+    "@container",
+    "@context",
+    "@direction",
+    "@graph",
+    "@id",
+    "@import",
+    "@included",
+    "@index",
+    "@json",
+    "@language",
+    "@list",
+    "@nest",
+    "@none",
+    "@prefix",
+    "@propagate",
+    "@protected",
+    "@reverse",
+    "@set",
+    "@type",
+    "@value",
+    "@version",
+    "@vocab",
+];
+
+impl Contexts {
+    pub fn new() -> Self {
+        Self {
+            urls: HashMap::new(),
+            docs: Vec::new(),
+            merged: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Compiles a context document and serves it for `url` and each alias.
+    pub fn add(&mut self, url: &str, aliases: &[&str], document: &str) -> Result<(), String> {
+        let json: Value = serde_json::from_str(document.trim_start_matches('\u{feff}'))
+            .map_err(|e| format!("{url}: {e}"))?;
+        let Some(Value::Object(ctx)) = json.get("@context") else {
+            return Err(format!("{url}: no @context object"));
+        };
+        let doc = compile(url, ctx)?;
+        let index = self.docs.len();
+        self.docs.push(doc);
+        self.urls.insert(url.to_owned(), index);
+        for alias in aliases {
+            self.urls.insert((*alias).to_owned(), index);
+        }
+        Ok(())
+    }
+
+    /// The URLs callers may name, sorted (for error messages).
+    pub fn supported_urls(&self) -> Vec<&str> {
+        let mut urls: Vec<&str> = self.urls.keys().map(String::as_str).collect();
+        urls.sort_unstable();
+        urls
+    }
+
+    pub fn is_known(&self, url: &str) -> bool {
+        self.urls.contains_key(url)
+    }
+
+    pub fn empty(&self) -> Arc<ActiveContext> {
+        Arc::new(ActiveContext::default())
+    }
+
+    /// The active context after processing the `@context` value `value` on top of `active`.
+    pub fn extend(
+        &self,
+        active: &Arc<ActiveContext>,
+        value: &Value,
+        path: &str,
+    ) -> Result<Arc<ActiveContext>, JsonLdError> {
+        let err = |message: String| JsonLdError {
+            path: join(path, "@context"),
+            message,
+        };
+        let mut chain = active.chain.clone();
+        let mut push = |url: &Value| -> Result<(), JsonLdError> {
+            match url {
+                Value::String(url) => match self.urls.get(url.as_str()) {
+                    Some(index) => {
+                        chain.push(*index);
+                        Ok(())
+                    }
+                    None => Err(err(format!(
+                        "the context {url:?} is not one this node has; it never fetches contexts. Supported: {}",
+                        self.supported_urls().join(", ")
+                    ))),
+                },
+                Value::Object(_) => Err(err(
+                    "inline context definitions are not accepted; name the supported context URLs".into(),
+                )),
+                Value::Null => Err(err("a null context is not accepted".into())),
+                _ => Err(err("a context must be a URL string".into())),
+            }
+        };
+        match value {
+            Value::Array(items) => items.iter().try_for_each(&mut push)?,
+            single => push(single)?,
+        }
+        if chain.len() > MAX_CHAIN {
+            return Err(err(format!("more than {MAX_CHAIN} contexts stacked")));
+        }
+        if chain == active.chain {
+            return Ok(active.clone());
+        }
+        if let Some(found) = self
+            .merged
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&chain)
+        {
+            return Ok(found.clone());
+        }
+        let mut merged = ActiveContext {
+            chain: chain.clone(),
+            ..ActiveContext::default()
+        };
+        for index in &chain {
+            let doc = &self.docs[*index];
+            for (term, def) in &doc.terms {
+                merged.terms.insert(term.clone(), def.clone());
+            }
+            if doc.vocab.is_some() {
+                merged.vocab = doc.vocab.clone();
+            }
+        }
+        let merged = Arc::new(merged);
+        let mut cache = self.merged.write().unwrap_or_else(|p| p.into_inner());
+        if cache.len() < MAX_CACHED {
+            cache.insert(chain, merged.clone());
+        }
+        Ok(merged)
+    }
+
+    /// Property IRI → kind of value, for every term of the context served at `url`.
+    pub fn property_kinds(&self, url: &str) -> HashMap<String, PropertyKind> {
+        let Some(index) = self.urls.get(url) else {
+            return HashMap::new();
+        };
+        self.docs[*index]
+            .terms
+            .values()
+            .filter(|d| !d.iri.starts_with('@') && !d.prefix)
+            .map(|d| {
+                let kind = match &d.coercion {
+                    Coercion::Id | Coercion::Vocab => PropertyKind::Node,
+                    Coercion::Datatype(dt) => PropertyKind::Literal(Some(dt.clone())),
+                    Coercion::None => PropertyKind::Any,
+                };
+                (d.iri.clone(), kind)
+            })
+            .collect()
+    }
+
+    /// The URL a chain entry came from (for tests and diagnostics).
+    pub fn url_of(&self, index: usize) -> &str {
+        &self.docs[index].url
+    }
+}
+
+impl Default for Contexts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A term definition as written: `@id`, `@type`, `@container`, and whether it was a plain
+/// string (a simple term definition).
+type RawTerm<'a> = (&'a str, Option<&'a str>, Option<&'a str>, bool);
+
+/// Compiles one context document's term definitions. Every IRI is made absolute against the
+/// document's own prefixes.
+fn compile(url: &str, ctx: &Map<String, Value>) -> Result<ContextDoc, String> {
+    let mut vocab = None;
+    // Raw definitions first, so compact IRIs can use prefixes defined anywhere in the document.
+    let mut raw: HashMap<&str, RawTerm<'_>> = HashMap::new();
+    for (term, def) in ctx {
+        match (term.as_str(), def) {
+            ("@vocab", Value::String(v)) => vocab = Some(v.clone()),
+            ("@version", _) => {}
+            (t, _) if t.starts_with('@') => {
+                return Err(format!("{url}: unsupported context keyword {t}"))
+            }
+            (t, Value::String(iri)) => {
+                raw.insert(t, (iri.as_str(), None, None, true));
+            }
+            (t, Value::Object(o)) => {
+                for k in o.keys() {
+                    if !matches!(k.as_str(), "@id" | "@type" | "@container") {
+                        return Err(format!("{url}: term {t} uses unsupported {k}"));
+                    }
+                }
+                let id = o.get("@id").and_then(Value::as_str).unwrap_or(t);
+                let ty = o.get("@type").and_then(Value::as_str);
+                let container = o.get("@container").and_then(Value::as_str);
+                raw.insert(t, (id, ty, container, false));
+            }
+            (t, _) => return Err(format!("{url}: unsupported definition of {t}")),
+        }
+    }
+    let absolute = |value: &str| -> Result<String, String> {
+        if value.starts_with('@') || value.starts_with("_:") {
+            return Ok(value.to_owned());
+        }
+        if let Some((prefix, suffix)) = value.split_once(':') {
+            if !suffix.starts_with("//") {
+                if let Some((iri, None, None, true)) = raw.get(prefix) {
+                    return Ok(format!("{iri}{suffix}"));
+                }
+            }
+            return Ok(value.to_owned());
+        }
+        if let Some((iri, _, _, _)) = raw.get(value) {
+            return Ok((*iri).to_owned());
+        }
+        match &vocab {
+            Some(v) => Ok(format!("{v}{value}")),
+            None => Err(format!("{url}: cannot make {value:?} absolute")),
+        }
+    };
+    let mut terms = HashMap::new();
+    for (term, (id, ty, container, simple)) in &raw {
+        let iri = absolute(id)?;
+        let coercion = match *ty {
+            None => Coercion::None,
+            Some("@id") => Coercion::Id,
+            Some("@vocab") => Coercion::Vocab,
+            Some(dt) => Coercion::Datatype(
+                NamedNode::new(absolute(dt)?).map_err(|e| format!("{url}: term {term}: {e}"))?,
+            ),
+        };
+        let container = match *container {
+            None => Container::None,
+            Some("@list") => Container::List,
+            Some("@language") => Container::Language,
+            Some(other) => {
+                return Err(format!("{url}: term {term}: unsupported container {other}"))
+            }
+        };
+        let prefix = *simple
+            && (iri.ends_with([':', '/', '?', '#', '[', ']', '@']) || iri.starts_with("_:"));
+        terms.insert(
+            (*term).to_owned(),
+            TermDef {
+                iri,
+                coercion,
+                container,
+                prefix,
+            },
+        );
+    }
+    Ok(ContextDoc {
+        url: url.to_owned(),
+        terms,
+        vocab,
+    })
+}
+
+/// The result of expanding one IRI-ish string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Expanded {
+    Keyword(String),
+    Iri(String),
+    Blank(String),
+    /// Neither absolute nor a blank node: a full processor drops it when producing RDF.
+    Relative,
+}
+
+impl ActiveContext {
+    fn expand(&self, value: &str, vocab: bool) -> Expanded {
+        if KEYWORDS.contains(&value) {
+            return Expanded::Keyword(value.to_owned());
+        }
+        if let Some(def) = self.terms.get(value) {
+            if def.iri.starts_with('@') {
+                return Expanded::Keyword(def.iri.clone());
+            }
+            if vocab {
+                return classify(&def.iri);
+            }
+        }
+        if let Some((prefix, suffix)) = value.split_once(':') {
+            if prefix == "_" {
+                return Expanded::Blank(suffix.to_owned());
+            }
+            if !suffix.starts_with("//") {
+                if let Some(def) = self.terms.get(prefix).filter(|d| d.prefix) {
+                    return classify(&format!("{}{suffix}", def.iri));
+                }
+            }
+            if has_scheme(value) {
+                return Expanded::Iri(value.to_owned());
+            }
+        }
+        if vocab {
+            if let Some(v) = &self.vocab {
+                return classify(&format!("{v}{value}"));
+            }
+        }
+        Expanded::Relative
+    }
+
+    fn term(&self, key: &str) -> Option<&TermDef> {
+        self.terms.get(key)
+    }
+}
+
+fn classify(iri: &str) -> Expanded {
+    if let Some(label) = iri.strip_prefix("_:") {
+        Expanded::Blank(label.to_owned())
+    } else if iri.starts_with('@') {
+        Expanded::Keyword(iri.to_owned())
+    } else if has_scheme(iri) {
+        Expanded::Iri(iri.to_owned())
+    } else {
+        Expanded::Relative
+    }
+}
+
+fn has_scheme(value: &str) -> bool {
+    let Some((scheme, _)) = value.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// The triples of one document, plus the keys that expanded to nothing (a full processor drops
+/// them silently; the node reports them to the shape checks).
+#[derive(Debug, Default)]
+pub struct Expansion {
+    pub triples: Vec<Triple>,
+    pub dropped: Vec<String>,
+    /// The document's label of each blank node written `_:label` (e.g. a code that AS2's
+    /// `@vocab: "_:"` turned into a blank node), so errors can show what was sent.
+    pub labels: HashMap<BlankNode, String>,
+}
+
+/// Expands documents into triples. One per document: blank node labels (`_:x`) are scoped to it.
+pub struct Expander<'a> {
+    contexts: &'a Contexts,
+    labels: HashMap<String, BlankNode>,
+    out: Expansion,
+    /// Subjects the caller fixes for the node at a path; `true` refuses an `@id` there.
+    fixed: HashMap<String, (NamedOrBlankNode, bool)>,
+    /// Subjects of the nodes at top-level paths (`actor`, `target`, ...).
+    subjects: HashMap<String, NamedOrBlankNode>,
+}
+
+impl<'a> Expander<'a> {
+    pub fn new(contexts: &'a Contexts) -> Self {
+        Self {
+            contexts,
+            labels: HashMap::new(),
+            out: Expansion::default(),
+            fixed: HashMap::new(),
+            subjects: HashMap::new(),
+        }
+    }
+
+    /// Gives the node object at `path` (`""` for the document, `object`, ...) the subject
+    /// `subject` instead of a blank node. With `refuse_id`, an `@id` there is an error; without,
+    /// an `@id` there wins.
+    pub fn fix_subject(&mut self, path: &str, subject: NamedOrBlankNode, refuse_id: bool) {
+        self.fixed.insert(path.to_owned(), (subject, refuse_id));
+    }
+
+    /// The subject of the node object at a top-level path, once expanded.
+    pub fn subject_at(&self, path: &str) -> Option<NamedOrBlankNode> {
+        self.subjects.get(path).cloned()
+    }
+
+    pub fn finish(self) -> Expansion {
+        self.out
+    }
+
+    /// Expands a top-level node object; returns its subject.
+    pub fn document(&mut self, doc: &Map<String, Value>) -> Result<NamedOrBlankNode, JsonLdError> {
+        let empty = self.contexts.empty();
+        self.node(doc, &empty, "")
+    }
+
+    /// The document's blank node for `_:label`; `None` when the label is not a valid blank
+    /// node identifier (a full processor drops such values).
+    fn blank(&mut self, label: &str) -> Option<BlankNode> {
+        if let Some(b) = self.labels.get(label) {
+            return Some(b.clone());
+        }
+        BlankNode::new(label).ok()?;
+        let b = BlankNode::default();
+        self.labels.insert(label.to_owned(), b.clone());
+        self.out.labels.insert(b.clone(), label.to_owned());
+        Some(b)
+    }
+
+    /// An expanded IRI-ish value as an RDF node; `None` (and a note) when it is relative or
+    /// not a valid IRI or blank node identifier, which a full processor drops.
+    fn node_term(&mut self, expanded: Expanded, path: &str) -> Option<Term> {
+        let term = match expanded {
+            Expanded::Iri(iri) => NamedNode::new(iri).ok().map(Term::from),
+            Expanded::Blank(label) => self.blank(&label).map(Term::from),
+            Expanded::Relative | Expanded::Keyword(_) => None,
+        };
+        if term.is_none() {
+            self.out.dropped.push(path.to_owned());
+        }
+        term
+    }
+
+    fn error(path: &str, message: impl Into<String>) -> JsonLdError {
+        JsonLdError {
+            path: path.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Expands a node object under `active`; returns its subject.
+    pub fn node(
+        &mut self,
+        obj: &Map<String, Value>,
+        active: &Arc<ActiveContext>,
+        path: &str,
+    ) -> Result<NamedOrBlankNode, JsonLdError> {
+        let ctx = match obj.get("@context") {
+            Some(value) => self.contexts.extend(active, value, path)?,
+            None => active.clone(),
+        };
+        // Keys are expanded once; keywords (and their aliases) are handled before properties.
+        let mut id = None;
+        let mut types = None;
+        let mut properties = Vec::with_capacity(obj.len());
+        for (key, value) in obj {
+            if key == "@context" {
+                continue;
+            }
+            match ctx.expand(key, true) {
+                Expanded::Keyword(k) => match k.as_str() {
+                    "@id" => {
+                        if id.replace(value).is_some() {
+                            return Err(Self::error(path, "more than one @id"));
+                        }
+                    }
+                    "@type" => {
+                        if types.replace((key, value)).is_some() {
+                            return Err(Self::error(path, "more than one @type"));
+                        }
+                    }
+                    "@value" => {
+                        return Err(Self::error(path, "a value object is not allowed here"))
+                    }
+                    other => {
+                        return Err(Self::error(
+                            &join(path, key),
+                            format!("the JSON-LD keyword {other} is not accepted"),
+                        ))
+                    }
+                },
+                Expanded::Iri(iri) => properties.push((key, Some(iri), value)),
+                Expanded::Blank(_) => {
+                    // A blank node property (AS2's `@vocab: "_:"`) survives expansion, so its
+                    // nested nodes still become triples; only the linking triple is dropped.
+                    if !value.is_null() {
+                        self.out.dropped.push(join(path, key));
+                    }
+                    properties.push((key, None, value));
+                }
+                Expanded::Relative => {
+                    // Expansion drops the key with everything below it.
+                    if !value.is_null() {
+                        self.out.dropped.push(join(path, key));
+                    }
+                }
+            }
+        }
+        let fixed = self.fixed.get(path).cloned();
+        if let (Some((_, true)), Some(_)) = (&fixed, id) {
+            return Err(Self::error(
+                &join(path, "@id"),
+                "an @id is not accepted here: the node names this resource itself",
+            ));
+        }
+        let subject: NamedOrBlankNode = match id {
+            None => match fixed {
+                Some((subject, _)) => subject,
+                None => BlankNode::default().into(),
+            },
+            Some(Value::String(s)) => match ctx.expand(s, false) {
+                Expanded::Iri(iri) => NamedNode::new(&iri)
+                    .map_err(|e| {
+                        Self::error(&join(path, "@id"), format!("invalid IRI {iri:?}: {e}"))
+                    })?
+                    .into(),
+                Expanded::Blank(label) => self
+                    .blank(&label)
+                    .ok_or_else(|| {
+                        Self::error(&join(path, "@id"), format!("invalid blank node id {s:?}"))
+                    })?
+                    .into(),
+                _ => {
+                    return Err(Self::error(
+                        &join(path, "@id"),
+                        format!("{s:?} is not an absolute IRI or blank node id"),
+                    ))
+                }
+            },
+            Some(_) => return Err(Self::error(&join(path, "@id"), "must be a string")),
+        };
+        if !path.contains(['.', '[']) {
+            self.subjects.insert(path.to_owned(), subject.clone());
+        }
+        if let Some((key, value)) = types {
+            let type_path = join(path, key);
+            let single = std::slice::from_ref(value);
+            let items = match value {
+                Value::Array(items) => items.as_slice(),
+                _ => single,
+            };
+            for item in items {
+                let Value::String(t) = item else {
+                    return Err(Self::error(&type_path, "a type must be a string"));
+                };
+                let expanded = ctx.expand(t, true);
+                if let Expanded::Keyword(k) = &expanded {
+                    return Err(Self::error(&type_path, format!("{k} is not a type")));
+                }
+                let Some(object) = self.node_term(expanded, &type_path) else {
+                    continue;
+                };
+                self.out
+                    .triples
+                    .push(Triple::new(subject.clone(), rdf::TYPE, object));
+            }
+        }
+        for (key, iri, value) in properties {
+            let predicate = match iri.map(NamedNode::new) {
+                Some(Ok(p)) => Some(p),
+                Some(Err(_)) => {
+                    self.out.dropped.push(join(path, key));
+                    None
+                }
+                None => None,
+            };
+            let def = ctx.term(key);
+            let prop_path = join(path, key);
+            self.property(&subject, predicate.as_ref(), def, value, &ctx, &prop_path)?;
+        }
+        Ok(subject)
+    }
+
+    /// Emits the triples of one property; with no `predicate` only the triples of nested
+    /// nodes are emitted, not the link to them.
+    fn property(
+        &mut self,
+        subject: &NamedOrBlankNode,
+        predicate: Option<&NamedNode>,
+        def: Option<&TermDef>,
+        value: &Value,
+        ctx: &Arc<ActiveContext>,
+        path: &str,
+    ) -> Result<(), JsonLdError> {
+        let container = def.map_or(&Container::None, |d| &d.container);
+        match container {
+            Container::Language => {
+                let Value::Object(map) = value else {
+                    return Err(Self::error(path, "a language map must be an object"));
+                };
+                for (language, texts) in map {
+                    let single = std::slice::from_ref(texts);
+                    let items = match texts {
+                        Value::Array(items) => items.as_slice(),
+                        _ => single,
+                    };
+                    for text in items {
+                        let literal = match text {
+                            Value::Null => continue,
+                            Value::String(s) if language == "@none" => {
+                                Literal::new_simple_literal(s)
+                            }
+                            Value::String(s) => Literal::new_language_tagged_literal(s, language)
+                                .map_err(|e| {
+                                Self::error(path, format!("invalid language tag {language:?}: {e}"))
+                            })?,
+                            _ => {
+                                return Err(Self::error(
+                                    path,
+                                    "language map values must be strings",
+                                ))
+                            }
+                        };
+                        self.link(subject, predicate, literal);
+                    }
+                }
+                Ok(())
+            }
+            Container::List => {
+                let single = std::slice::from_ref(value);
+                let items = match value {
+                    Value::Array(items) => items.as_slice(),
+                    Value::Null => &[],
+                    _ => single,
+                };
+                let mut objects = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let item_path = format!("{path}[{i}]");
+                    if item.is_array() {
+                        return Err(Self::error(&item_path, "lists of lists are not accepted"));
+                    }
+                    if let Some(object) = self.object(def, item, ctx, &item_path)? {
+                        objects.push(object);
+                    }
+                }
+                if predicate.is_some() {
+                    let head = self.list(objects);
+                    self.link(subject, predicate, head);
+                }
+                Ok(())
+            }
+            Container::None => {
+                if let Value::Array(items) = value {
+                    // Expansion flattens nested arrays outside lists.
+                    for (i, item) in items.iter().enumerate() {
+                        let item_path = format!("{path}[{i}]");
+                        self.property(subject, predicate, def, item, ctx, &item_path)?;
+                    }
+                } else if let Some(object) = self.object(def, value, ctx, path)? {
+                    self.link(subject, predicate, object);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn link(
+        &mut self,
+        subject: &NamedOrBlankNode,
+        predicate: Option<&NamedNode>,
+        object: impl Into<Term>,
+    ) {
+        if let Some(p) = predicate {
+            self.out
+                .triples
+                .push(Triple::new(subject.clone(), p.clone(), object));
+        }
+    }
+
+    fn list(&mut self, items: Vec<Term>) -> Term {
+        let mut head: Term = rdf::NIL.into_owned().into();
+        for item in items.into_iter().rev() {
+            let cell = BlankNode::default();
+            self.out
+                .triples
+                .push(Triple::new(cell.clone(), rdf::FIRST, item));
+            self.out
+                .triples
+                .push(Triple::new(cell.clone(), rdf::REST, head));
+            head = cell.into();
+        }
+        head
+    }
+
+    /// The RDF object for one (non-array) value of a property; `None` when a full processor
+    /// would produce no triple for it.
+    fn object(
+        &mut self,
+        def: Option<&TermDef>,
+        value: &Value,
+        ctx: &Arc<ActiveContext>,
+        path: &str,
+    ) -> Result<Option<Term>, JsonLdError> {
+        let coercion = def.map_or(&Coercion::None, |d| &d.coercion);
+        Ok(match value {
+            Value::Null => None,
+            Value::String(s) => match coercion {
+                Coercion::None => Some(Literal::new_simple_literal(s).into()),
+                Coercion::Datatype(dt) => Some(Literal::new_typed_literal(s, dt.clone()).into()),
+                Coercion::Id | Coercion::Vocab => {
+                    let expanded = ctx.expand(s, matches!(coercion, Coercion::Vocab));
+                    self.node_term(expanded, path)
+                }
+            },
+            Value::Bool(_) | Value::Number(_) => {
+                let datatype = match coercion {
+                    Coercion::Datatype(dt) => Some(dt.clone()),
+                    _ => None,
+                };
+                Some(native_literal(value, datatype, path)?.into())
+            }
+            Value::Object(obj) => {
+                if obj.contains_key("@value") || self.has_keyword(obj, ctx, "@value") {
+                    self.value_object(obj, ctx, path)?.map(Term::from)
+                } else {
+                    Some(self.node(obj, ctx, path)?.into())
+                }
+            }
+            Value::Array(_) => return Err(Self::error(path, "nested arrays are not accepted")),
+        })
+    }
+
+    fn has_keyword(&self, obj: &Map<String, Value>, ctx: &ActiveContext, keyword: &str) -> bool {
+        obj.keys()
+            .any(|k| matches!(ctx.expand(k, true), Expanded::Keyword(ref x) if x == keyword))
+    }
+
+    fn value_object(
+        &mut self,
+        obj: &Map<String, Value>,
+        ctx: &Arc<ActiveContext>,
+        path: &str,
+    ) -> Result<Option<Literal>, JsonLdError> {
+        let mut value = None;
+        let mut datatype = None;
+        let mut language = None;
+        for (key, v) in obj {
+            match ctx.expand(key, true) {
+                Expanded::Keyword(k) if k == "@value" => value = Some(v),
+                Expanded::Keyword(k) if k == "@type" => datatype = Some(v),
+                Expanded::Keyword(k) if k == "@language" => language = Some(v),
+                _ => {
+                    return Err(Self::error(
+                        &join(path, key),
+                        "a value object may only hold @value, @type and @language",
+                    ))
+                }
+            }
+        }
+        let datatype = match datatype {
+            None => None,
+            Some(Value::String(t)) => match ctx.expand(t, true) {
+                Expanded::Iri(iri) => match NamedNode::new(&iri) {
+                    Ok(dt) => Some(dt),
+                    Err(_) => {
+                        self.out.dropped.push(join(path, "@type"));
+                        return Ok(None);
+                    }
+                },
+                _ => {
+                    return Err(Self::error(
+                        &join(path, "@type"),
+                        format!("{t:?} is not an absolute datatype IRI"),
+                    ))
+                }
+            },
+            Some(_) => return Err(Self::error(&join(path, "@type"), "must be a string")),
+        };
+        if datatype.is_some() && language.is_some() {
+            return Err(Self::error(
+                path,
+                "a value cannot have both @type and @language",
+            ));
+        }
+        Ok(match value {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(match (datatype, language) {
+                (Some(dt), _) => Literal::new_typed_literal(s, dt),
+                (None, Some(Value::String(lang))) => Literal::new_language_tagged_literal(s, lang)
+                    .map_err(|e| {
+                        Self::error(
+                            &join(path, "@language"),
+                            format!("invalid language tag: {e}"),
+                        )
+                    })?,
+                (None, Some(_)) => {
+                    return Err(Self::error(&join(path, "@language"), "must be a string"))
+                }
+                (None, None) => Literal::new_simple_literal(s),
+            }),
+            Some(v @ (Value::Bool(_) | Value::Number(_))) => {
+                if language.is_some() {
+                    return Err(Self::error(path, "only strings can have a @language"));
+                }
+                Some(native_literal(v, datatype, path)?)
+            }
+            Some(_) => {
+                return Err(Self::error(
+                    &join(path, "@value"),
+                    "must be a string, number or boolean",
+                ))
+            }
+        })
+    }
+}
+
+/// JSON-LD's RDF form of a number or boolean (JSON-LD 1.1 §8.6, object to RDF conversion).
+fn native_literal(
+    value: &Value,
+    datatype: Option<NamedNode>,
+    path: &str,
+) -> Result<Literal, JsonLdError> {
+    match value {
+        Value::Bool(b) => Ok(Literal::new_typed_literal(
+            if *b { "true" } else { "false" },
+            datatype.unwrap_or_else(|| xsd::BOOLEAN.into_owned()),
+        )),
+        Value::Number(n) => {
+            let as_double = datatype.as_ref().is_some_and(|d| d.as_ref() == xsd::DOUBLE);
+            if let (Some(i), false) = (n.as_i64(), as_double) {
+                return Ok(Literal::new_typed_literal(
+                    i.to_string(),
+                    datatype.unwrap_or_else(|| xsd::INTEGER.into_owned()),
+                ));
+            }
+            if let (Some(u), false) = (n.as_u64(), as_double) {
+                return Ok(Literal::new_typed_literal(
+                    u.to_string(),
+                    datatype.unwrap_or_else(|| xsd::INTEGER.into_owned()),
+                ));
+            }
+            let f = n
+                .as_f64()
+                .ok_or_else(|| Expander::error(path, "number out of range"))?;
+            if !as_double && f.fract() == 0.0 && f.abs() < 1e21 {
+                return Ok(Literal::new_typed_literal(
+                    format!("{f:.0}"),
+                    datatype.unwrap_or_else(|| xsd::INTEGER.into_owned()),
+                ));
+            }
+            Ok(Literal::new_typed_literal(
+                canonical_double(f),
+                datatype.unwrap_or_else(|| xsd::DOUBLE.into_owned()),
+            ))
+        }
+        _ => Err(Expander::error(path, "not a number or boolean")),
+    }
+}
+
+/// XSD canonical double as JSON-LD writes it: `1.5E0`, `1.0E-1`.
+fn canonical_double(f: f64) -> String {
+    let s = format!("{f:.15E}");
+    let (mantissa, exponent) = s.split_once('E').unwrap_or((&s, "0"));
+    let mantissa = match mantissa.split_once('.') {
+        Some((int, frac)) => {
+            let frac = frac.trim_end_matches('0');
+            format!("{int}.{}", if frac.is_empty() { "0" } else { frac })
+        }
+        None => format!("{mantissa}.0"),
+    };
+    format!("{mantissa}E{exponent}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contexts() -> Contexts {
+        let mut c = Contexts::new();
+        c.add(
+            "https://example.org/ctx",
+            &["https://example.org/ctx-alias"],
+            r#"{"@context": {"ex": "https://example.org/ns#", "id": "@id", "type": "@type",
+                "name": {"@id": "ex:name", "@type": "ex:Text"},
+                "link": {"@id": "ex:link", "@type": "@id"},
+                "code": {"@id": "ex:code", "@type": "@vocab"},
+                "items": {"@id": "ex:items", "@container": "@list"},
+                "Thing": "ex:Thing"}}"#,
+        )
+        .unwrap();
+        c
+    }
+
+    fn expand(c: &Contexts, doc: &str) -> Result<Expansion, JsonLdError> {
+        let v: Value = serde_json::from_str(doc).unwrap();
+        let mut e = Expander::new(c);
+        e.document(v.as_object().unwrap())?;
+        Ok(e.finish())
+    }
+
+    #[test]
+    fn coercions_prefixes_and_lists() {
+        let c = contexts();
+        let out = expand(
+            &c,
+            r#"{"@context": "https://example.org/ctx-alias", "id": "https://x.example/1", "type": "Thing",
+                "name": "n", "link": "ex:other", "code": "ex:C1", "items": ["a", "b"],
+                "unknown": "dropped", "ex:count": 3, "ex:ratio": 1.5, "ex:flag": true}"#,
+        )
+        .unwrap();
+        let text: Vec<String> = out.triples.iter().map(|t| t.to_string()).collect();
+        let has = |needle: &str| text.iter().any(|t| t.contains(needle));
+        assert!(has("<https://x.example/1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <https://example.org/ns#Thing>"));
+        assert!(has(
+            "<https://example.org/ns#name> \"n\"^^<https://example.org/ns#Text>"
+        ));
+        assert!(has(
+            "<https://example.org/ns#link> <https://example.org/ns#other>"
+        ));
+        assert!(has(
+            "<https://example.org/ns#code> <https://example.org/ns#C1>"
+        ));
+        assert!(has("\"3\"^^<http://www.w3.org/2001/XMLSchema#integer>"));
+        assert!(has("\"1.5E0\"^^<http://www.w3.org/2001/XMLSchema#double>"));
+        assert!(has("\"true\"^^<http://www.w3.org/2001/XMLSchema#boolean>"));
+        assert!(has("rdf-syntax-ns#first> \"a\""));
+        assert_eq!(out.dropped, vec!["unknown".to_string()]);
+    }
+
+    #[test]
+    fn unknown_and_inline_contexts_are_refused() {
+        let c = contexts();
+        let e = expand(&c, r#"{"@context": "https://evil.example/ctx", "ex:a": 1}"#).unwrap_err();
+        assert!(e.message.contains("https://evil.example/ctx"));
+        assert!(e.message.contains("https://example.org/ctx"));
+        let e = expand(
+            &c,
+            r#"{"@context": {"Thing": "https://evil.example/Thing"}}"#,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("inline"));
+        for keyword in ["@graph", "@reverse", "@included", "@nest", "@index"] {
+            let doc = format!(r#"{{"@context": "https://example.org/ctx", "{keyword}": {{}}}}"#);
+            assert!(expand(&c, &doc).is_err(), "{keyword} accepted");
+        }
+    }
+
+    #[test]
+    fn doubles_are_canonical() {
+        assert_eq!(canonical_double(1.5), "1.5E0");
+        assert_eq!(canonical_double(0.1), "1.0E-1");
+        assert_eq!(canonical_double(1e21), "1.0E21");
+        assert_eq!(canonical_double(-2.25e-7), "-2.25E-7");
+    }
+}

@@ -1,0 +1,155 @@
+//! The activity log entry the inbox answers with (spec: ActivityLogEntry, Task, Task.error).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::shapes::Failure;
+
+/// `dataspaceAppId` of the task that applies activities to consignments.
+pub const APP_ID: &str = "dataspace-node:consignments";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskError {
+    pub name: String,
+    pub source: String,
+    pub message: String,
+    pub cause: Value,
+}
+
+impl TaskError {
+    fn new(
+        name: &str,
+        message: &str,
+        cause_name: &str,
+        cause_message: String,
+        properties: Option<Value>,
+    ) -> Self {
+        let mut cause = Map::new();
+        cause.insert("name".into(), json!(cause_name));
+        cause.insert("message".into(), json!(cause_message));
+        if let Some(p) = properties {
+            cause.insert("properties".into(), p);
+        }
+        Self {
+            name: name.into(),
+            source: APP_ID.into(),
+            message: message.into(),
+            cause: Value::Object(cause),
+        }
+    }
+
+    /// A shape failure: `UnprocessableError` wrapping `ValidationError`, every failure listed.
+    pub fn validation(failures: &[Failure]) -> Self {
+        const LISTED: usize = 5;
+        let mut parts: Vec<String> = failures
+            .iter()
+            .take(LISTED)
+            .map(|f| match &f.value {
+                Some(value) if !f.message.contains(value.as_str()) => {
+                    format!("{} (value {value:?})", f.message)
+                }
+                _ => f.message.clone(),
+            })
+            .collect();
+        if failures.len() > LISTED {
+            parts.push(format!("and {} more", failures.len() - LISTED));
+        }
+        Self::new(
+            "UnprocessableError",
+            "dataspaceDataPlaneService.activitySemanticError",
+            "ValidationError",
+            parts.join("; "),
+            Some(json!({ "failures": failures })),
+        )
+    }
+
+    pub fn conflict(message: String) -> Self {
+        Self::new(
+            "ConflictError",
+            "dataspaceDataPlaneService.activityConflict",
+            "ConflictError",
+            message,
+            None,
+        )
+    }
+
+    pub fn not_found(message: String) -> Self {
+        Self::new(
+            "NotFoundError",
+            "dataspaceDataPlaneService.consignmentNotFound",
+            "NotFoundError",
+            message,
+            None,
+        )
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub task_id: String,
+    pub dataspace_app_id: String,
+    /// The number of RDF statements the task wrote (0 when it failed).
+    pub result: i64,
+    pub start_date: String,
+    pub end_date: String,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<TaskError>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub id: String,
+    pub status: String,
+    pub generator: String,
+    pub date_created: String,
+    pub date_modified: String,
+    pub tasks: Vec<Task>,
+}
+
+impl Entry {
+    pub fn new(
+        id: String,
+        generator: String,
+        started: String,
+        ended: String,
+        outcome: Result<i64, TaskError>,
+    ) -> Self {
+        let (status, result, error) = match outcome {
+            Ok(statements) => ("success", statements, None),
+            Err(e) => ("failed", 0, Some(e)),
+        };
+        Self {
+            status: if error.is_some() {
+                "error"
+            } else {
+                "completed"
+            }
+            .into(),
+            tasks: vec![Task {
+                task_id: uuid::Uuid::new_v4().to_string(),
+                dataspace_app_id: APP_ID.into(),
+                result,
+                start_date: started.clone(),
+                end_date: ended.clone(),
+                status: status.into(),
+                error,
+            }],
+            id,
+            generator,
+            date_created: started,
+            date_modified: ended,
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.status == "error"
+    }
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -1,0 +1,395 @@
+//! The activity inbox: JSON → request checks → JSON-LD expansion → shape checks → port
+//! derivation → one transaction in the store, answered with an activity log entry.
+//!
+//! - [`activity`]: request-level checks (400/403) and the canonical form used for idempotency.
+//! - [`jsonld`]: offline expansion with the contexts compiled at start-up.
+//! - [`shapes`]: SHACL shapes from `shapes/*.ttl`, interpreted.
+//! - [`ports`]: port of exit / entry from index 0 of the movements' events.
+//! - [`record`]: what a successful activity writes.
+//! - [`log`]: the ActivityLogEntry.
+
+pub mod activity;
+#[cfg(test)]
+mod conformance;
+pub mod jsonld;
+pub mod log;
+pub mod ports;
+pub mod record;
+pub mod shapes;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use oxigraph::model::{Literal, NamedOrBlankNode, Term, Triple};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::identity::NodeIdentity;
+use crate::store::{graphs, Queries, Store};
+use activity::{Activity, Kind};
+use jsonld::{Contexts, Expander, Expansion};
+use log::{Entry, TaskError};
+use ports::Ports;
+use shapes::{Failure, Index, Shapes};
+
+/// How long each stage of one activity took (reported as `Server-Timing`).
+#[derive(Debug, Default, Clone)]
+pub struct Timings {
+    pub parse: Duration,
+    pub expand: Duration,
+    pub shapes: Duration,
+    pub store: Duration,
+}
+
+pub struct Outcome {
+    pub entry: Entry,
+    /// `false` when the identical activity had been posted before and its entry is returned.
+    pub created: bool,
+    pub timings: Timings,
+}
+
+pub struct Intake {
+    contexts: Contexts,
+    shapes: Shapes,
+    countries: HashSet<String>,
+    store: Arc<Store>,
+    queries: Arc<Queries>,
+    identity: Arc<NodeIdentity>,
+    credentials: record::Credentials,
+}
+
+const SHAPE: &str = "https://w3id.org/dataspace-node/shapes#";
+
+/// The node's offline contexts, each compiled once.
+pub fn load_contexts() -> Result<Contexts> {
+    let mut contexts = Contexts::new();
+    let add = |c: &mut Contexts, url: &str, aliases: &[&str], text: &str| {
+        c.add(url, aliases, text).map_err(Error::internal)
+    };
+    add(
+        &mut contexts,
+        activity::AS_CONTEXT,
+        activity::AS_CONTEXT_ALIASES,
+        include_str!("../../contexts/activitystreams.jsonld"),
+    )?;
+    add(
+        &mut contexts,
+        activity::UNECE_CONTEXT,
+        activity::UNECE_CONTEXT_ALIASES,
+        include_str!("../../contexts/unece-context-D23B.jsonld"),
+    )?;
+    Ok(contexts)
+}
+
+/// ISO 3166 alpha-2 codes from the shipped D23B country list.
+pub fn load_countries() -> Result<HashSet<String>> {
+    let list: Value = serde_json::from_str(include_str!("../../contexts/codelists/countryid.json"))
+        .map_err(Error::internal)?;
+    Ok(list["values"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["value"].as_str())
+        .filter_map(|v| v.rsplit_once('#').map(|(_, code)| code.to_owned()))
+        .collect())
+}
+
+impl Intake {
+    pub fn new(
+        store: Arc<Store>,
+        queries: Arc<Queries>,
+        identity: Arc<NodeIdentity>,
+        credential_key: &[u8],
+    ) -> Result<Self> {
+        let contexts = load_contexts()?;
+        let vocabulary = contexts.property_kinds(activity::UNECE_CONTEXT);
+        let shapes = Shapes::load(vocabulary).map_err(Error::internal)?;
+        Ok(Self {
+            contexts,
+            shapes,
+            countries: load_countries()?,
+            store,
+            queries,
+            credentials: record::Credentials::new(credential_key, identity.node_did()),
+            identity,
+        })
+    }
+
+    pub fn countries(&self) -> &HashSet<String> {
+        &self.countries
+    }
+
+    pub fn contexts(&self) -> &Contexts {
+        &self.contexts
+    }
+
+    /// Processes one inbox body for `caller`. Request errors are `Err`; everything else,
+    /// task failures included, is an entry. Blocking (CPU and store work).
+    pub fn process(&self, caller: &Caller, body: &[u8]) -> Result<Outcome> {
+        let mut timings = Timings::default();
+        let started_at = log::now();
+        let t = Instant::now();
+        let activity = activity::parse(body, &caller.organization)?;
+        let canonical = activity::canonical_json(&Value::Object(activity.document.clone()));
+        let digest = Sha256::digest(format!("{}\n{canonical}", caller.organization).as_bytes());
+        let entry_id = hex::encode(&digest[..16]);
+        let activity_hash = hex::encode(Sha256::digest(canonical.as_bytes()));
+        timings.parse = t.elapsed();
+
+        // Replays of an applied activity are answered before any other work. A failed one is
+        // processed again (nothing of it was applied), and its entry replaced.
+        if let Some(entry) = self.entry(&caller.organization, &entry_id)? {
+            if !entry.failed() {
+                return Ok(Outcome {
+                    entry,
+                    created: false,
+                    timings,
+                });
+            }
+        }
+
+        let t = Instant::now();
+        let object_id = match activity.kind {
+            Kind::Create | Kind::Update => new_hex(),
+            Kind::Add => new_hex(),
+        };
+        let object_root: NamedOrBlankNode = match activity.kind {
+            Kind::Create | Kind::Update => graphs::consignment(&object_id).into(),
+            Kind::Add => graphs::minted(add_kind(&activity), &object_id).into(),
+        };
+        let activity_root = graphs::minted("activity", &entry_id);
+        let (expansion, roots) = self.expand(&activity, &object_root, &activity_root)?;
+        timings.expand = t.elapsed();
+
+        let t = Instant::now();
+        let failures = self.check(&activity, &expansion, &roots);
+        let ports = match activity.kind {
+            Kind::Create | Kind::Update => ports::derive(activity.object(), &self.countries),
+            Kind::Add => Ports::default(),
+        };
+        timings.shapes = t.elapsed();
+
+        let t = Instant::now();
+        let log_node = graphs::minted("activity-log", &entry_id);
+        let activities_graph = graphs::activities(&caller.organization);
+        let generator = self.identity.node_did();
+        let (entry, created) = self.store.write(|tx| {
+            // Checked again under the writer lock: two identical posts racing apply once.
+            let previous = self.entry_in(tx, &activities_graph, &log_node)?;
+            if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
+                return Ok((existing.clone(), false));
+            }
+            if previous.is_some() {
+                record::remove_entry(tx, &activities_graph, &log_node)?;
+            }
+            let outcome = if failures.is_empty() {
+                let apply = record::Apply {
+                    caller,
+                    activity: &activity,
+                    expansion: &expansion,
+                    object_root: &object_root,
+                    object_id: &object_id,
+                    activity_root: &activity_root,
+                    entry_id: &entry_id,
+                    activity_hash: &activity_hash,
+                    ports: &ports,
+                    credentials: &self.credentials,
+                    queries: &self.queries,
+                };
+                apply.run(tx)?
+            } else {
+                Err(TaskError::validation(&failures))
+            };
+            let entry = Entry::new(
+                entry_id.clone(),
+                generator.clone(),
+                started_at.clone(),
+                log::now(),
+                outcome,
+            );
+            record::write_entry(tx, &activities_graph, &log_node, &entry)?;
+            Ok((entry, true))
+        })?;
+        timings.store = t.elapsed();
+        Ok(Outcome {
+            entry,
+            created,
+            timings,
+        })
+    }
+
+    /// Expands the activity, with the object's root forced to `object_root` and the activity's
+    /// (when it has no `id`) to `activity_root`. Returns the roots of actor, object and target.
+    fn expand(
+        &self,
+        activity: &Activity,
+        object_root: &NamedOrBlankNode,
+        activity_root: &oxigraph::model::NamedNode,
+    ) -> Result<(Expansion, Roots)> {
+        let mut expander = Expander::new(&self.contexts);
+        expander.fix_subject("object", object_root.clone(), true);
+        expander.fix_subject("", activity_root.clone().into(), false);
+        let root = expander.document(&activity.document).map_err(|e| {
+            Error::invalid_field(
+                if e.path.is_empty() {
+                    "@context"
+                } else {
+                    &e.path
+                },
+                e.message.clone(),
+            )
+        })?;
+        let roots = Roots {
+            activity: root,
+            actor: expander.subject_at("actor"),
+            target: expander.subject_at("target"),
+        };
+        Ok((expander.finish(), roots))
+    }
+
+    fn check(&self, activity: &Activity, expansion: &Expansion, roots: &Roots) -> Vec<Failure> {
+        let index = Index::new(expansion);
+        let mut failures = Vec::new();
+        let object_root = object_subject(expansion, &roots.activity);
+        let object_type = activity
+            .object()
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let expected = match activity.kind {
+            Kind::Create | Kind::Update => &["Consignment"][..],
+            Kind::Add => &["SupplyChainEvent", "Document"][..],
+        };
+        match &object_root {
+            Some(root) if expected.contains(&object_type) => {
+                self.shapes.validate(
+                    &index,
+                    &format!("{SHAPE}{object_type}"),
+                    root,
+                    "object",
+                    &mut failures,
+                );
+                let dropped: Vec<String> = expansion
+                    .dropped
+                    .iter()
+                    .filter(|p| p.starts_with("object."))
+                    .cloned()
+                    .collect();
+                self.shapes
+                    .check_vocabulary(&index, root, "object", &dropped, &mut failures);
+            }
+            _ => failures.push(Failure {
+                path: "object.type".into(),
+                constraint: "sh:targetClass".into(),
+                value: Some(object_type.to_owned()),
+                message: format!(
+                    "a {} activity takes an object of type {}, found {object_type:?}",
+                    activity.kind.as_str(),
+                    expected.join(" or ")
+                ),
+            }),
+        }
+        if let Some(actor) = &roots.actor {
+            self.shapes.validate(
+                &index,
+                &format!("{SHAPE}Actor"),
+                actor,
+                "actor",
+                &mut failures,
+            );
+        }
+        if activity.kind == Kind::Add {
+            match &roots.target {
+                Some(target) => self.shapes.validate(
+                    &index,
+                    &format!("{SHAPE}Target"),
+                    target,
+                    "target",
+                    &mut failures,
+                ),
+                None => failures.push(Failure {
+                    path: "target".into(),
+                    constraint: "sh:minCount 1".into(),
+                    value: None,
+                    message: "target is required".into(),
+                }),
+            }
+        }
+        failures
+    }
+
+    /// The caller organisation's log entry `id`, if any. Blocking.
+    pub fn entry(&self, org: &str, id: &str) -> Result<Option<Entry>> {
+        if id.len() != 32 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let rows = self.queries.select(
+            &self.store,
+            "activity_log_entry",
+            &[
+                ("graph", graphs::activities(org).into()),
+                ("log", graphs::minted("activity-log", id).into()),
+            ],
+        )?;
+        rows.first().map(entry_of).transpose()
+    }
+
+    fn entry_in(
+        &self,
+        tx: &oxigraph::store::Transaction<'_>,
+        graph: &oxigraph::model::NamedNode,
+        log: &oxigraph::model::NamedNode,
+    ) -> Result<Option<Entry>> {
+        let rows = self.queries.select_in(
+            tx,
+            "activity_log_entry",
+            &[("graph", graph.clone().into()), ("log", log.clone().into())],
+        )?;
+        rows.first().map(entry_of).transpose()
+    }
+}
+
+struct Roots {
+    activity: NamedOrBlankNode,
+    actor: Option<NamedOrBlankNode>,
+    target: Option<NamedOrBlankNode>,
+}
+
+fn entry_of(row: &oxigraph::sparql::QuerySolution) -> Result<Entry> {
+    match row.get("entry") {
+        Some(Term::Literal(l)) => serde_json::from_str(l.value()).map_err(Error::internal),
+        _ => Err(Error::internal("log entry without JSON")),
+    }
+}
+
+/// The object of the activity node (`as:object`).
+fn object_subject(expansion: &Expansion, activity: &NamedOrBlankNode) -> Option<NamedOrBlankNode> {
+    let as_object = "https://www.w3.org/ns/activitystreams#object";
+    expansion
+        .triples
+        .iter()
+        .find(|t: &&Triple| t.subject == *activity && t.predicate.as_str() == as_object)
+        .and_then(|t| match &t.object {
+            Term::NamedNode(n) => Some(n.clone().into()),
+            Term::BlankNode(b) => Some(b.clone().into()),
+            _ => None,
+        })
+}
+
+fn add_kind(activity: &Activity) -> &'static str {
+    match activity.object().get("type").and_then(Value::as_str) {
+        Some("Document") => "document",
+        _ => "event",
+    }
+}
+
+pub fn new_hex() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+pub fn literal(s: &str) -> Term {
+    Literal::new_simple_literal(s).into()
+}

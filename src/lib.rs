@@ -1,0 +1,64 @@
+//! A node of a supply-chain dataspace.
+//!
+//! Traders publish consignments as Activity Streams 2.0 activities whose objects are
+//! UN/CEFACT D23B JSON-LD; the node stores them as RDF in an embedded Oxigraph store and serves
+//! them back under per-organisation access rules.
+//!
+//! # Layout (in data-flow order)
+//! - [`config`]: the `serve` options, each with an environment fallback.
+//! - [`http`]: routes, extractors, error mapping; handlers only translate HTTP to the domain.
+//! - [`auth`]: API keys, login (argon2id, throttling) and sessions (HS256 JWT) → [`auth::Caller`].
+//! - [`intake`]: inbox activities → JSON-LD expansion → shapes → ports → store transaction.
+//! - [`accounts`]: organisations, users and API key hashes in the system accounts graph.
+//! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`.
+//! - [`node`]: the shared state wiring these together; [`run`] serves it.
+
+pub mod accounts;
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod identity;
+pub mod intake;
+pub mod node;
+pub mod secrets;
+pub mod store;
+pub mod vocab;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+pub use config::Config;
+pub use error::{Error, Result};
+use node::Node;
+
+/// Serves the node on `listener` until `shutdown` completes, then lets in-flight requests
+/// finish and flushes the store. Tests pass a listener bound to port 0.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let addr = listener.local_addr()?;
+    let base_url = config
+        .base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    // Opening RocksDB and hashing the timing-dummy password block: keep them off the executor.
+    let node = tokio::task::spawn_blocking(move || Node::open(config, &base_url)).await??;
+    let node = Arc::new(node);
+    tracing::info!(%addr, "listening");
+    axum::serve(
+        listener,
+        http::router(node.clone()).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    let store = node.store.clone();
+    tokio::task::spawn_blocking(move || store.flush()).await??;
+    tracing::info!("stopped; store flushed");
+    Ok(())
+}

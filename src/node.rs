@@ -1,0 +1,88 @@
+//! The node's shared state: configuration, identity, store, queries and the services built on
+//! them. Opened once per process; handlers get it as `State<Arc<Node>>`.
+
+use std::sync::Arc;
+
+use crate::accounts::Accounts;
+use crate::auth::{Auth, Sessions};
+use crate::config::Config;
+use crate::error::Result;
+use crate::identity::NodeIdentity;
+use crate::intake::Intake;
+use crate::secrets;
+use crate::store::{Queries, Store};
+
+pub struct Node {
+    pub config: Config,
+    pub identity: Arc<NodeIdentity>,
+    pub store: Arc<Store>,
+    pub queries: Arc<Queries>,
+    pub accounts: Arc<Accounts>,
+    pub auth: Auth,
+    pub intake: Intake,
+}
+
+impl Node {
+    /// Opens the store and loads or creates the node's secrets. Blocking.
+    pub fn open(config: Config, base_url: &str) -> Result<Self> {
+        std::fs::create_dir_all(&config.data_dir)?;
+        let secrets_dir = config.data_dir.join("secrets");
+        let operator_key = match &config.api_key {
+            Some(key) if !key.trim().is_empty() => key.trim().to_owned(),
+            _ => {
+                let (key, created) =
+                    secrets::load_or_create(&secrets_dir, "operator-api-key", || {
+                        secrets::random_token("dsn_op_")
+                    })?;
+                if let Some(path) = created {
+                    tracing::warn!(
+                        path = %path.display(),
+                        "generated the node operator API key; read it from this file (mode 0600)"
+                    );
+                }
+                key
+            }
+        };
+        let (session_secret, _) =
+            secrets::load_or_create(&secrets_dir, "session-signing-key", || {
+                secrets::random_token("")
+            })?;
+
+        let (credential_secret, _) =
+            secrets::load_or_create(&secrets_dir, "credential-signing-key", || {
+                secrets::random_token("")
+            })?;
+
+        let identity = Arc::new(NodeIdentity::new(base_url)?);
+        let store = Arc::new(Store::open(&config.data_dir.join("store"))?);
+        let queries = Arc::new(Queries::load()?);
+        let accounts = Arc::new(Accounts::open(
+            store.clone(),
+            queries.clone(),
+            identity.clone(),
+        )?);
+        let auth = Auth::new(
+            &operator_key,
+            Sessions::new(session_secret.as_bytes(), config.session_lifetime()),
+            config.login_max_failures,
+            config.login_window(),
+            accounts.clone(),
+        )?;
+        let intake = Intake::new(
+            store.clone(),
+            queries.clone(),
+            identity.clone(),
+            credential_secret.as_bytes(),
+        )?;
+        tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
+        Ok(Self {
+            config,
+            identity,
+            store,
+            queries,
+            accounts,
+            auth,
+            intake,
+        })
+    }
+}

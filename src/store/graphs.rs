@@ -1,0 +1,72 @@
+//! Names of the named graphs the node keeps.
+//!
+//! System graphs (`urn:dataspace-node:system:*`) hold accounts, keys, policies' internals and
+//! logs. No read path or caller query is ever given one of them: a caller's dataset is always
+//! built from an explicit list of contribution graphs, never from "all graphs".
+
+use oxigraph::model::NamedNode;
+
+const SYSTEM: &str = "urn:dataspace-node:system:";
+
+/// Organisations, users (argon2id password hashes) and API key hashes.
+pub fn accounts() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}accounts"))
+}
+
+pub fn is_system(iri: &str) -> bool {
+    iri.starts_with(SYSTEM)
+}
+
+/// The node's index of consignment records (publisher, globalId, identifier, aig id, graph):
+/// bookkeeping for look-ups, never part of a caller's dataset.
+pub fn consignment_index() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}consignments"))
+}
+
+/// A short stable key for an organisation DID: its id segment for this node's organisations.
+pub fn org_key(org_did: &str) -> String {
+    match org_did.rsplit_once(":org:") {
+        Some((_, id)) if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()) => {
+            id.to_owned()
+        }
+        _ => {
+            use sha2::{Digest, Sha256};
+            hex::encode(&Sha256::digest(org_did.as_bytes())[..16])
+        }
+    }
+}
+
+/// One organisation's contribution to one consignment: the description (publisher) or the
+/// events and documents it added, with the derived facts the views read.
+pub fn contribution(aig_hex: &str, org_did: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!(
+        "urn:dataspace-node:contribution:{aig_hex}:{}",
+        org_key(org_did)
+    ))
+}
+
+/// An organisation's activities (with generator and trust credential) and activity log.
+pub fn activities(org_did: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!(
+        "urn:dataspace-node:activities:{}",
+        org_key(org_did)
+    ))
+}
+
+/// The consignment node (root of the stored description).
+pub fn consignment(aig_hex: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("urn:dataspace-node:consignment:{aig_hex}"))
+}
+
+/// The node holding a consignment's derived summary facts.
+pub fn summary(aig_hex: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("urn:dataspace-node:summary:{aig_hex}"))
+}
+
+/// Nodes the node mints: `event`, `document`, `system-event`, `activity`, `activity-log`.
+pub fn minted(kind: &str, id: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("urn:dataspace-node:{kind}:{id}"))
+}
+
+/// IRIs the node mints start with this; a walk over a payload's nodes stops at them.
+pub const MINTED_PREFIX: &str = "urn:dataspace-node:";

@@ -1,0 +1,64 @@
+//! The embedded Oxigraph store (RocksDB on disk), opened once and owned by the process.
+//!
+//! Every write goes through [`Store::write`], which serialises writers: Oxigraph's transactions
+//! read a snapshot and commit a batch without conflict detection, so a read-check-write (is this
+//! email taken? does this consignment exist?) is only safe when no other writer runs meanwhile.
+//! Readers never take the lock; they read consistent snapshots.
+
+pub mod graphs;
+pub mod queries;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use oxigraph::store::Transaction;
+
+use crate::error::{Error, Result};
+
+pub use queries::Queries;
+
+pub struct Store {
+    db: oxigraph::store::Store,
+    writer: Mutex<()>,
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Self> {
+        std::fs::create_dir_all(path)?;
+        let db = oxigraph::store::Store::open(path)?;
+        Ok(Self {
+            db,
+            writer: Mutex::new(()),
+        })
+    }
+
+    /// The underlying store, for reads (queries, pattern lookups).
+    pub fn db(&self) -> &oxigraph::store::Store {
+        &self.db
+    }
+
+    /// Runs `f` inside one transaction while holding the writer lock and commits it when `f`
+    /// returns `Ok`. Nothing of a failed `f` is written. Blocking: call it off the async threads.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        // A poisoned lock only means another writer panicked; its transaction was never
+        // committed, so the store is consistent and the lock can be taken over.
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tx = self.db.start_transaction()?;
+        let out = f(&mut tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Cheap liveness check used by `/health`.
+    pub fn ping(&self) -> Result<()> {
+        self.db
+            .contains_named_graph(graphs::accounts().as_ref())
+            .map(|_| ())
+            .map_err(Error::from)
+    }
+
+    /// Flushes memtables to disk; called on graceful shutdown so the next start replays no WAL.
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush().map_err(Error::from)
+    }
+}

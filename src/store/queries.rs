@@ -1,0 +1,132 @@
+//! The SPARQL the node runs. Each query is a file in `queries/`, compiled into the binary,
+//! parsed once at start-up, and run with its inputs bound as variables (never spliced in).
+
+use std::collections::HashMap;
+
+use oxigraph::model::{Term, Variable};
+use oxigraph::sparql::{PreparedSparqlQuery, QueryResults, QuerySolution, SparqlEvaluator};
+use oxigraph::store::Transaction;
+
+use super::Store;
+use crate::error::{Error, Result};
+
+/// Every query file of `queries/`, by name. A test checks this list against the directory.
+pub const SOURCES: &[(&str, &str)] = &[
+    (
+        "user_by_email",
+        include_str!("../../queries/user_by_email.rq"),
+    ),
+    (
+        "organization_keys",
+        include_str!("../../queries/organization_keys.rq"),
+    ),
+    (
+        "organization_exists",
+        include_str!("../../queries/organization_exists.rq"),
+    ),
+    (
+        "consignment_by_key",
+        include_str!("../../queries/consignment_by_key.rq"),
+    ),
+    (
+        "activity_log_entry",
+        include_str!("../../queries/activity_log_entry.rq"),
+    ),
+];
+
+pub struct Queries {
+    prepared: HashMap<&'static str, PreparedSparqlQuery>,
+}
+
+impl Queries {
+    /// Parses every query; a syntax error names the file.
+    pub fn load() -> Result<Self> {
+        let mut prepared = HashMap::new();
+        for (name, text) in SOURCES {
+            let query = SparqlEvaluator::new()
+                .parse_query(text)
+                .map_err(|e| Error::internal(format!("queries/{name}.rq: {e}")))?;
+            prepared.insert(*name, query);
+        }
+        Ok(Self { prepared })
+    }
+
+    /// The named query with `bindings` substituted, ready to run on a store or transaction.
+    pub fn bind(&self, name: &str, bindings: &[(&str, Term)]) -> Result<PreparedSparqlQuery> {
+        let mut query = self
+            .prepared
+            .get(name)
+            .ok_or_else(|| Error::internal(format!("no query named {name}")))?
+            .clone();
+        for (var, term) in bindings {
+            query = query.substitute_variable(Variable::new_unchecked(*var), term.clone());
+        }
+        Ok(query)
+    }
+
+    /// Runs a SELECT query with `bindings` on the committed store. Blocking.
+    pub fn select(
+        &self,
+        store: &Store,
+        name: &str,
+        bindings: &[(&str, Term)],
+    ) -> Result<Vec<QuerySolution>> {
+        solutions(self.bind(name, bindings)?.on_store(store.db()).execute()?)
+    }
+
+    /// Runs an ASK query with `bindings` inside a write transaction (sees its own writes).
+    pub fn ask_in(
+        &self,
+        tx: &Transaction<'_>,
+        name: &str,
+        bindings: &[(&str, Term)],
+    ) -> Result<bool> {
+        boolean(self.bind(name, bindings)?.on_transaction(tx).execute()?)
+    }
+
+    /// Runs a SELECT query with `bindings` inside a write transaction.
+    pub fn select_in(
+        &self,
+        tx: &Transaction<'_>,
+        name: &str,
+        bindings: &[(&str, Term)],
+    ) -> Result<Vec<QuerySolution>> {
+        solutions(self.bind(name, bindings)?.on_transaction(tx).execute()?)
+    }
+}
+
+fn solutions(results: QueryResults<'_>) -> Result<Vec<QuerySolution>> {
+    match results {
+        QueryResults::Solutions(solutions) => Ok(solutions.collect::<Result<Vec<_>, _>>()?),
+        _ => Err(Error::internal("expected a SELECT query")),
+    }
+}
+
+fn boolean(results: QueryResults<'_>) -> Result<bool> {
+    match results {
+        QueryResults::Boolean(b) => Ok(b),
+        _ => Err(Error::internal("expected an ASK query")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_query_file_is_registered_and_parses() {
+        Queries::load().expect("all queries parse");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/queries");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".rq").map(str::to_owned)
+            })
+            .collect();
+        on_disk.sort();
+        let mut registered: Vec<String> = SOURCES.iter().map(|(n, _)| n.to_string()).collect();
+        registered.sort();
+        assert_eq!(on_disk, registered);
+    }
+}

@@ -1,0 +1,15 @@
+//! IRIs of the node's own vocabulary and of the external vocabularies it writes.
+
+use oxigraph::model::NamedNode;
+
+/// Namespace of the node's own terms (account records, derived summary facts, system events).
+pub const DSN: &str = "https://w3id.org/dataspace-node/ns#";
+pub const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
+
+pub fn dsn(local: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{DSN}{local}"))
+}
+
+pub fn xsd(local: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{XSD}{local}"))
+}

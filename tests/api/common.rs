@@ -1,0 +1,205 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use dataspace_node::Config;
+use reqwest::{Client, Response, StatusCode};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
+
+pub struct TestNode {
+    pub base: String,
+    pub client: Client,
+    pub config: Config,
+    dir: Option<TempDir>,
+    shutdown: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<dataspace_node::Result<()>>>,
+}
+
+pub struct Account {
+    pub email: String,
+    pub password: String,
+    pub identity: String,
+    pub organization: String,
+    pub api_key: String,
+    pub token: String,
+}
+
+impl TestNode {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::with_data_dir(dir.path());
+        config.api_key = Some(OPERATOR_KEY.into());
+        adjust(&mut config);
+        Self::launch(config, dir).await
+    }
+
+    async fn launch(config: Config, dir: TempDir) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = oneshot::channel::<()>();
+        let handle = tokio::spawn(dataspace_node::run(listener, config.clone(), async {
+            let _ = rx.await;
+        }));
+        let node = Self {
+            base,
+            client: Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            config,
+            dir: Some(dir),
+            shutdown: Some(tx),
+            handle: Some(handle),
+        };
+        for _ in 0..200 {
+            if let Ok(r) = node.client.get(node.url("/health")).send().await {
+                if r.status() == StatusCode::OK {
+                    return node;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("node did not become healthy");
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.config.data_dir.clone()
+    }
+
+    /// Graceful stop; the data directory stays until the returned guard is dropped.
+    pub async fn stop(mut self) -> TempDir {
+        self.stop_inner().await
+    }
+
+    /// Graceful stop, then a new server on the same data directory.
+    pub async fn restart(mut self) -> Self {
+        let dir = self.stop_inner().await;
+        Self::launch(self.config.clone(), dir).await
+    }
+
+    async fn stop_inner(&mut self) -> TempDir {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(handle) = self.handle.take() {
+            handle
+                .await
+                .expect("server task")
+                .expect("server stopped cleanly");
+        }
+        self.dir.take().expect("data dir")
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn post_json(&self, path: &str, key: Option<&str>, body: &Value) -> Response {
+        let mut req = self.client.post(self.url(path)).json(body);
+        if let Some(k) = key {
+            req = req.header("x-api-key", k);
+        }
+        req.send().await.unwrap()
+    }
+
+    pub async fn create_account(&self, key: &str, email: &str, org: Option<&str>) -> Account {
+        let password = "correct horse battery".to_string();
+        let mut body = json!({"email": email, "password": password});
+        if let Some(org) = org {
+            body["organizationId"] = json!(org);
+        }
+        let r = self
+            .post_json("/authentication/login/create", Some(key), &body)
+            .await;
+        assert_eq!(r.status(), StatusCode::CREATED, "create {email}");
+        let v: Value = r.json().await.unwrap();
+        Account {
+            email: email.into(),
+            password,
+            identity: v["identity"].as_str().unwrap().into(),
+            organization: v["organizationId"].as_str().unwrap().into(),
+            api_key: v["apiKey"].as_str().unwrap().into(),
+            token: v["token"].as_str().unwrap().into(),
+        }
+    }
+
+    /// Logs in and returns the session token from the Set-Cookie header.
+    pub async fn login(&self, key: &str, email: &str, password: &str) -> String {
+        let r = self
+            .post_json(
+                "/authentication/login",
+                Some(key),
+                &json!({"email": email, "password": password}),
+            )
+            .await;
+        assert_eq!(r.status(), StatusCode::OK, "login {email}");
+        session_cookie(&r).expect("access_token cookie")
+    }
+
+    /// GET with the api key and a session token sent as a cookie.
+    pub async fn get_with_cookie(&self, path: &str, key: &str, token: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .header("x-api-key", key)
+            .header("cookie", format!("access_token={token}"))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn get_with_bearer(&self, path: &str, key: &str, token: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .header("x-api-key", key)
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for TestNode {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub fn session_cookie(r: &Response) -> Option<String> {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix("access_token="))
+        .map(|rest| rest.split(';').next().unwrap().to_string())
+}
+
+pub async fn json_body(r: Response) -> Value {
+    r.json().await.expect("JSON body")
+}
+
+/// Asserts an error status and the spec's body shape for it.
+pub async fn assert_error(r: Response, status: StatusCode, name: &str) -> Value {
+    assert_eq!(r.status(), status);
+    let body = json_body(r).await;
+    assert_eq!(body["name"], name, "body: {body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "body: {body}"
+    );
+    if name == "GeneralError" {
+        assert!(body["properties"].is_object(), "body: {body}");
+    } else {
+        assert_eq!(body.as_object().unwrap().len(), 2, "body: {body}");
+    }
+    body
+}

@@ -1,0 +1,609 @@
+//! POST /supply-chain/data-space/inbox and GET /supply-chain/data-space/activity-logs/{id}.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+pub const INBOX: &str = "/supply-chain/data-space/inbox";
+
+pub fn example(name: &str) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/examples/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// An example with the actor set to `org`.
+pub fn as_org(mut activity: Value, org: &str) -> Value {
+    activity["actor"]["registeredId"]["@value"] = json!(org);
+    activity
+}
+
+pub struct Session {
+    pub account: Account,
+    pub token: String,
+}
+
+impl Session {
+    pub async fn new(node: &TestNode, email: &str) -> Self {
+        let account = node.create_account(OPERATOR_KEY, email, None).await;
+        let token = node
+            .login(&account.api_key, &account.email, &account.password)
+            .await;
+        Self { account, token }
+    }
+
+    pub fn org(&self) -> &str {
+        &self.account.organization
+    }
+
+    pub async fn post(&self, node: &TestNode, activity: &Value) -> reqwest::Response {
+        node.client
+            .post(node.url(INBOX))
+            .header("x-api-key", &self.account.api_key)
+            .header("cookie", format!("access_token={}", self.token))
+            .json(activity)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn client_post_with(
+        &self,
+        node: &TestNode,
+        activity: &Value,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = node
+            .client
+            .post(node.url(INBOX))
+            .header("x-api-key", &self.account.api_key)
+            .bearer_auth(&self.token)
+            .json(activity);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
+    pub async fn post_raw(&self, node: &TestNode, body: Vec<u8>) -> reqwest::Response {
+        node.client
+            .post(node.url(INBOX))
+            .header("x-api-key", &self.account.api_key)
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Posts and expects an entry (201); returns it.
+    pub async fn publish(&self, node: &TestNode, activity: &Value) -> Value {
+        let r = self.post(node, activity).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "{activity}");
+        json_body(r).await
+    }
+
+    pub async fn get(&self, node: &TestNode, path: &str) -> reqwest::Response {
+        node.get_with_cookie(path, &self.account.api_key, &self.token)
+            .await
+    }
+}
+
+pub fn assert_completed(entry: &Value) {
+    assert_eq!(entry["status"], "completed", "{entry:#}");
+    assert_eq!(entry["tasks"][0]["status"], "success", "{entry:#}");
+}
+
+pub fn task_error(entry: &Value) -> &Value {
+    assert_eq!(entry["status"], "error", "{entry:#}");
+    assert_eq!(entry["tasks"][0]["status"], "failed", "{entry:#}");
+    &entry["tasks"][0]["error"]
+}
+
+#[tokio::test]
+async fn create_answers_201_with_a_log_entry() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let r = trader
+        .post(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let location = r.headers()["location"].to_str().unwrap().to_string();
+    assert!(r.headers()["server-timing"]
+        .to_str()
+        .unwrap()
+        .contains("expand;dur="));
+    let entry = json_body(r).await;
+    assert_completed(&entry);
+    let id = entry["id"].as_str().unwrap();
+    assert_eq!(
+        location,
+        format!("/supply-chain/data-space/activity-logs/{id}")
+    );
+    let host = node.base.trim_start_matches("http://").replace(':', "%3A");
+    assert_eq!(entry["generator"], format!("did:web:{host}"));
+    for field in ["dateCreated", "dateModified"] {
+        assert!(chrono::DateTime::parse_from_rfc3339(entry[field].as_str().unwrap()).is_ok());
+    }
+    let task = &entry["tasks"][0];
+    assert!(task["taskId"].is_string() && task["dataspaceAppId"].is_string());
+    assert!(task["result"].as_i64().unwrap() > 50, "{task}");
+    assert!(task["startDate"].is_string() && task["endDate"].is_string());
+    assert!(task.get("error").is_none());
+    // The entry id is not the consignment id, and the entry can be read back.
+    assert!(!id.contains("7d1f8f3e"));
+    let r = trader.get(&node, &location).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json_body(r).await, entry);
+}
+
+#[tokio::test]
+async fn log_entries_are_private_to_their_organisation() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    let entry = trader
+        .publish(&node, &as_org(example("no-movements"), trader.org()))
+        .await;
+    let path = format!(
+        "/supply-chain/data-space/activity-logs/{}",
+        entry["id"].as_str().unwrap()
+    );
+    assert_error(
+        other.get(&node, &path).await,
+        StatusCode::NOT_FOUND,
+        "GeneralError",
+    )
+    .await;
+    let r = trader
+        .get(
+            &node,
+            "/supply-chain/data-space/activity-logs/0123456789abcdef0123456789abcdef",
+        )
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+}
+
+#[tokio::test]
+async fn the_identical_activity_twice_is_applied_once() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let activity = as_org(example("create-consignment"), trader.org());
+    let first = trader.publish(&node, &activity).await;
+    // Same content, other key order and spacing: the existing entry, 200.
+    let reordered: Value =
+        serde_json::from_str(&serde_json::to_string_pretty(&activity).unwrap()).unwrap();
+    let r = trader.post(&node, &reordered).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json_body(r).await, first);
+    // The same consignment in a different activity is a conflict, not a replay.
+    let mut changed = activity.clone();
+    changed["object"]["summaryDescription"] = json!("changed");
+    let entry = trader.publish(&node, &changed).await;
+    assert_eq!(task_error(&entry)["name"], "ConflictError");
+}
+
+#[tokio::test]
+async fn shape_failures_are_a_failed_task_with_every_failure_listed() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let activity = as_org(example("invalid-missing-globalid"), trader.org());
+    let r = trader.post(&node, &activity).await;
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let entry = json_body(r).await;
+    let error = task_error(&entry);
+    assert_eq!(error["name"], "UnprocessableError");
+    assert_eq!(
+        error["message"],
+        "dataspaceDataPlaneService.activitySemanticError"
+    );
+    assert!(error["source"].is_string());
+    assert_eq!(error["cause"]["name"], "ValidationError");
+    assert!(
+        error["cause"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("globalId"),
+        "{error:#}"
+    );
+    let failures = error["cause"]["properties"]["failures"].as_array().unwrap();
+    let paths: Vec<&str> = failures
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"object.globalId"), "{paths:?}");
+    let date = failures
+        .iter()
+        .find(|f| {
+            f["path"]
+                == "object.atArrivalTransportMovement.arrivalEvent.scheduledOccurrenceDateTime"
+        })
+        .expect("the bad date is reported");
+    assert_eq!(date["value"], "not-a-date");
+    assert_eq!(entry["tasks"][0]["result"], 0);
+
+    // Strict handling: the same failure as a 422 with the entry as body.
+    let mut again = activity.clone();
+    again["object"]["identifier"] = json!("FWD-2026-000418-B");
+    let r = trader
+        .client_post_with(&node, &again, &[("prefer", "handling=strict")])
+        .await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        json_body(r).await["tasks"][0]["error"]["name"],
+        "UnprocessableError"
+    );
+
+    // Nothing of the failed activity was stored: a valid consignment with that identifier works.
+    let mut fixed = as_org(example("no-movements"), trader.org());
+    fixed["object"]["identifier"] = json!("FWD-2026-000418");
+    assert_completed(&trader.publish(&node, &fixed).await);
+}
+
+#[tokio::test]
+async fn update_and_add_need_an_existing_own_consignment() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    let entry = trader
+        .publish(&node, &as_org(example("update-consignment"), trader.org()))
+        .await;
+    assert_eq!(task_error(&entry)["name"], "NotFoundError");
+    let entry = trader
+        .publish(&node, &as_org(example("add-event"), trader.org()))
+        .await;
+    assert_eq!(task_error(&entry)["name"], "NotFoundError");
+
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("create-consignment"), trader.org()))
+            .await,
+    );
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("update-consignment"), trader.org()))
+            .await,
+    );
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("add-event"), trader.org()))
+            .await,
+    );
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("add-document"), trader.org()))
+            .await,
+    );
+
+    // Another organisation cannot touch it, and is not told it exists.
+    let entry = other
+        .publish(&node, &as_org(example("add-event"), other.org()))
+        .await;
+    let error = task_error(&entry);
+    assert_eq!(error["name"], "NotFoundError");
+    let entry = other
+        .publish(&node, &as_org(example("update-consignment"), other.org()))
+        .await;
+    assert_eq!(task_error(&entry)["name"], "NotFoundError");
+    // It can publish its own consignment with the same ids.
+    assert_completed(
+        &other
+            .publish(&node, &as_org(example("create-consignment"), other.org()))
+            .await,
+    );
+}
+
+#[tokio::test]
+async fn request_level_problems_are_400_naming_the_problem() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let good = as_org(example("add-event"), trader.org());
+    let mut cases: Vec<(Value, &str)> = Vec::new();
+    for field in ["type", "@context", "actor", "object", "target"] {
+        let mut v = good.clone();
+        v.as_object_mut().unwrap().remove(field);
+        cases.push((v, field));
+    }
+    let mut v = good.clone();
+    v["type"] = json!("Delete");
+    cases.push((v, "type"));
+    let mut v = good.clone();
+    v["@context"] = json!(["https://vocabulary.uncefact.org/unece-context-D23B.jsonld"]);
+    cases.push((v, "@context"));
+    let mut v = good.clone();
+    v["object"] = json!("a string");
+    cases.push((v, "object"));
+    for (body, field) in cases {
+        let r = trader.post(&node, &body).await;
+        let v = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+        assert_eq!(v["properties"]["field"], field, "{v}");
+    }
+    for raw in [
+        b"{not json".to_vec(),
+        b"[1,2,3]".to_vec(),
+        vec![0xff, 0xfe, 0x00],
+        b"".to_vec(),
+    ] {
+        let r = trader.post_raw(&node, raw).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    }
+}
+
+#[tokio::test]
+async fn contexts_are_never_fetched_and_never_redefined() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    // A context URL on a local listener: a fetch would be seen.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/ctx.jsonld", listener.local_addr().unwrap());
+    let mut v = as_org(example("create-consignment"), trader.org());
+    v["object"]["@context"] = json!(url);
+    let body = assert_error(
+        trader.post(&node, &v).await,
+        StatusCode::BAD_REQUEST,
+        "GeneralError",
+    )
+    .await;
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains(&url) && message.contains("unece-context-D23B.jsonld"),
+        "{message}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the node connected to the context URL"
+    );
+
+    // Inline contexts that remap terms or keywords.
+    let mut v = as_org(example("create-consignment"), trader.org());
+    v["object"]["@context"] =
+        json!({"Consignment": "https://evil.example/Thing", "globalId": "@id"});
+    assert_error(
+        trader.post(&node, &v).await,
+        StatusCode::BAD_REQUEST,
+        "GeneralError",
+    )
+    .await;
+    let mut v = as_org(example("create-consignment"), trader.org());
+    v["@context"] = json!(["https://www.w3.org/ns/activitystreams", {"type": "@id"}]);
+    assert_error(
+        trader.post(&node, &v).await,
+        StatusCode::BAD_REQUEST,
+        "GeneralError",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn graph_and_id_tricks_are_refused() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let tricks = [
+        (
+            "object",
+            json!({"@id": "urn:dataspace-node:consignment:0123"}),
+        ),
+        (
+            "object",
+            json!({"id": "urn:dataspace-node:consignment:0123"}),
+        ),
+        ("object", json!({"@graph": [{"@id": "urn:x"}]})),
+        ("object", json!({"@reverse": {"globalId": "x"}})),
+        ("object", json!({"@included": [{"@id": "urn:x"}]})),
+    ];
+    for (at, extra) in tricks {
+        let mut v = as_org(example("create-consignment"), trader.org());
+        for (k, val) in extra.as_object().unwrap() {
+            v[at][k] = val.clone();
+        }
+        let r = trader.post(&node, &v).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    }
+}
+
+#[tokio::test]
+async fn actor_must_be_the_callers_organisation() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    let r = trader
+        .post(&node, &as_org(example("create-consignment"), other.org()))
+        .await;
+    assert_error(r, StatusCode::FORBIDDEN, "GeneralError").await;
+    let r = node
+        .client
+        .post(node.url(INBOX))
+        .header("x-api-key", &trader.account.api_key)
+        .json(&example("create-consignment"))
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
+}
+
+#[tokio::test]
+async fn oversized_and_deeply_nested_bodies() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut v = as_org(example("create-consignment"), trader.org());
+    v["object"]["summaryDescription"] = json!("x".repeat(50 * 1024 * 1024));
+    let r = trader.post(&node, &v).await;
+    assert_error(r, StatusCode::PAYLOAD_TOO_LARGE, "GeneralError").await;
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let r = trader.post_raw(&node, deep.into_bytes()).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    let deep_object = format!(
+        r#"{{"@context":"https://www.w3.org/ns/activitystreams","type":"Create","actor":{{}},"object":{}1{}}}"#,
+        r#"{"a":"#.repeat(100_000),
+        "}".repeat(100_000)
+    );
+    let r = trader.post_raw(&node, deep_object.into_bytes()).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    // Still serving.
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("no-movements"), trader.org()))
+            .await,
+    );
+}
+
+#[tokio::test]
+async fn every_required_field_missing_in_turn_fails_the_task() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let create = as_org(example("create-consignment"), trader.org());
+    let event = as_org(example("add-event"), trader.org());
+    let document = as_org(example("add-document"), trader.org());
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (create.clone(), "/object/identifier", "object.identifier"),
+        (create.clone(), "/object/globalId", "object.globalId"),
+        (event.clone(), "/object/typeCode", "object.typeCode"),
+        (
+            event.clone(),
+            "/object/occurrenceDateTime",
+            "object.occurrenceDateTime",
+        ),
+        (
+            document.clone(),
+            "/object/documentTypeCode",
+            "object.documentTypeCode",
+        ),
+        (document.clone(), "/object/uRIId", "object.uRIId"),
+        (document.clone(), "/object/identifier", "object.identifier"),
+        (event.clone(), "/target/globalId", "target.globalId"),
+        (
+            create.clone(),
+            "/actor/registeredId/@type",
+            "actor.registeredId",
+        ),
+    ];
+    for (mut activity, pointer, path) in cases {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        activity
+            .pointer_mut(parent)
+            .unwrap()
+            .as_object_mut()
+            .unwrap()
+            .remove(key);
+        let entry = trader.publish(&node, &activity).await;
+        let error = task_error(&entry);
+        let failures = error["cause"]["properties"]["failures"].as_array().unwrap();
+        assert!(
+            failures.iter().any(|f| f["path"] == path),
+            "{path}: {error:#}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn wrong_value_forms_fail_the_task_naming_field_and_value() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let base = as_org(example("create-consignment"), trader.org());
+    let cases: Vec<(&str, Value, &str, &str)> = vec![
+        ("/object/atDepartureTransportMovement/transportModeCode", json!("sea"), "object.atDepartureTransportMovement.transportModeCode", "sea"),
+        ("/object/atDepartureTransportMovement/transportModeCode", json!("unece:TransportModeCodeList#12"), "object.atDepartureTransportMovement.transportModeCode", "TransportModeCodeList#12"),
+        ("/object/atArrivalTransportMovement/arrivalEvent/0/scheduledOccurrenceDateTime", json!("2026-02-30T06:00:00Z"), "object.atArrivalTransportMovement.arrivalEvent.scheduledOccurrenceDateTime", "2026-02-30T06:00:00Z"),
+        ("/object/atArrivalTransportMovement/arrivalEvent/0/occurrenceLogisticsLocation/identifier", json!({"@type": "https://ref.gs1.org/voc/LocationID_Type-IATA_CODE", "@value": "MBA"}), "object.atArrivalTransportMovement.arrivalEvent.occurrenceLogisticsLocation.identifier", "MBA"),
+        ("/object/consignmentItemQuantity", json!({"unece:QuantityTypeValue": "two"}), "object.consignmentItemQuantity.QuantityTypeValue", "two"),
+        ("/object/includedConsignment/0/includedConsignmentItem/0/originCountry/countryId", json!("unece:CountryId#Kenya"), "object.includedConsignment.includedConsignmentItem.originCountry.countryId", "CountryId#Kenya"),
+        ("/object/utilizedTransportEquipment/0/identifier", json!({"nested": true}), "object.utilizedTransportEquipment.identifier", ""),
+        ("/object/summaryDescriptoin", json!("typo"), "object.summaryDescriptoin", ""),
+        ("/object/declarationTypeCode", json!(7), "object.declarationTypeCode", ""),
+    ];
+    for (pointer, value, path, shown) in cases {
+        let mut activity = base.clone();
+        activity["object"]["globalId"] = json!(format!("urn:uuid:{}", uuid_like(pointer)));
+        activity["object"]["identifier"] = json!(format!("id-{}", uuid_like(pointer)));
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        let target = activity.pointer_mut(parent).unwrap();
+        match target {
+            Value::Array(items) => items[key.parse::<usize>().unwrap()] = value,
+            Value::Object(map) => {
+                map.insert(key.to_string(), value);
+            }
+            _ => unreachable!(),
+        }
+        let entry = trader.publish(&node, &activity).await;
+        let error = task_error(&entry);
+        let failures = error["cause"]["properties"]["failures"].as_array().unwrap();
+        let failure = failures
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("{path}: {error:#}"));
+        if !shown.is_empty() {
+            assert!(
+                failure["value"].as_str().unwrap_or("").contains(shown),
+                "{failure}"
+            );
+        }
+    }
+}
+
+fn uuid_like(seed: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    seed.hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+#[tokio::test]
+async fn parallel_activities_on_one_consignment_all_land() {
+    let node = TestNode::start().await;
+    let trader = std::sync::Arc::new(Session::new(&node, "trader@forwarder.example").await);
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("create-consignment"), trader.org()))
+            .await,
+    );
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let mut event = as_org(example("add-event"), trader.org());
+        event["object"]["occurrenceDateTime"] = json!(format!("2026-12-01T09:{:02}:00Z", i));
+        let client = node.client.clone();
+        let url = node.url(INBOX);
+        let key = trader.account.api_key.clone();
+        let token = trader.token.clone();
+        tasks.push(tokio::spawn(async move {
+            let r = client
+                .post(url)
+                .header("x-api-key", key)
+                .bearer_auth(token)
+                .json(&event)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::CREATED);
+            r.json::<Value>().await.unwrap()
+        }));
+    }
+    let mut ids = std::collections::HashSet::new();
+    for t in tasks {
+        let entry = t.await.unwrap();
+        assert_completed(&entry);
+        ids.insert(entry["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(ids.len(), 24);
+    // Counted in the store itself once the node has stopped.
+    let dir = node.data_dir();
+    let node = node.stop().await;
+    let store = oxigraph::store::Store::open(dir.join("store")).unwrap();
+    let events = store
+        .quads_for_pattern(
+            None,
+            Some(
+                oxigraph::model::NamedNodeRef::new("https://w3id.org/dataspace-node/ns#occurredAt")
+                    .unwrap(),
+            ),
+            None,
+            None,
+        )
+        .count();
+    assert_eq!(events, 24);
+    drop(node);
+}

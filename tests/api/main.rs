@@ -1,0 +1,8 @@
+//! Behaviour of the node through its HTTP API: a real server on port 0 with a real Oxigraph
+//! store in a temporary directory.
+
+mod accounts;
+mod common;
+mod inbox;
+mod operations;
+mod sessions;

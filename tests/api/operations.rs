@@ -1,0 +1,102 @@
+//! Health, error shapes for routes, methods and body size, secrets, restarts.
+
+use std::os::unix::fs::PermissionsExt;
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::common::*;
+
+#[tokio::test]
+async fn health_needs_no_credentials_and_requests_get_an_id() {
+    let node = TestNode::start().await;
+    let r = node.client.get(node.url("/health")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers().get("x-request-id").is_some());
+    assert_eq!(json_body(r).await["status"], "ok");
+    // A caller-chosen request id is echoed back.
+    let r = node
+        .client
+        .get(node.url("/health"))
+        .header("x-request-id", "trace-me-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "trace-me-42");
+}
+
+#[tokio::test]
+async fn unknown_route_is_404_and_wrong_method_is_405() {
+    let node = TestNode::start().await;
+    let r = node
+        .client
+        .get(node.url("/no/such/thing"))
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    let r = node
+        .client
+        .get(node.url("/authentication/login"))
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::METHOD_NOT_ALLOWED, "GeneralError").await;
+}
+
+#[tokio::test]
+async fn body_over_the_limit_is_413() {
+    let node = TestNode::start_with(|c| c.body_limit_bytes = 1024).await;
+    let big = json!({"email": "a@one.example", "password": "x".repeat(4096)});
+    let r = node
+        .post_json("/authentication/login/create", Some(OPERATOR_KEY), &big)
+        .await;
+    let v = assert_error(r, StatusCode::PAYLOAD_TOO_LARGE, "GeneralError").await;
+    assert_eq!(v["properties"]["limitBytes"], 1024);
+    // Still serving.
+    node.create_account(OPERATOR_KEY, "a@one.example", None)
+        .await;
+}
+
+#[tokio::test]
+async fn generated_operator_key_is_kept_private_and_survives_restarts() {
+    let node = TestNode::start_with(|c| c.api_key = None).await;
+    let path = node.data_dir().join("secrets/operator-api-key");
+    let key = std::fs::read_to_string(&path).unwrap().trim().to_string();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(key.len() >= 40);
+    let a = node.create_account(&key, "a@one.example", None).await;
+    let node = node.restart().await;
+    assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), key);
+    // The session issued before the restart is still valid: the signing key was persisted.
+    let r = node
+        .get_with_bearer("/authentication/session", &a.api_key, &a.token)
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    node.create_account(&key, "b@two.example", None).await;
+}
+
+#[tokio::test]
+async fn accounts_survive_a_restart() {
+    let node = TestNode::start().await;
+    let a = node
+        .create_account(OPERATOR_KEY, "a@one.example", None)
+        .await;
+    let node = node.restart().await;
+    let token = node.login(&a.api_key, &a.email, &a.password).await;
+    let r = node
+        .get_with_cookie("/authentication/session", &a.api_key, &token)
+        .await;
+    assert_eq!(
+        json_body(r).await["organizationId"],
+        a.organization.as_str()
+    );
+    // The organisation key still adds users after the restart (its hash was reloaded).
+    let a2 = node
+        .create_account(&a.api_key, "a2@one.example", None)
+        .await;
+    assert_eq!(a2.organization, a.organization);
+}
