@@ -25,6 +25,8 @@ const EXAMPLE: &str = include_str!("../../tests/fixtures/examples/create-consign
 
 struct Sample {
     latency: Duration,
+    /// Statements the node wrote for the activity (the task's `result`).
+    written: i64,
     /// parse, expand, shapes, store (ms), from Server-Timing.
     stages: [f64; 4],
 }
@@ -81,7 +83,12 @@ impl Client {
         let latency = t.elapsed();
         assert_eq!(status, 201, "{entry}");
         assert_eq!(entry["status"], "completed", "{entry}");
-        Sample { latency, stages }
+        let written = entry["tasks"][0]["result"].as_i64().unwrap_or(0);
+        Sample {
+            latency,
+            written,
+            stages,
+        }
     }
 }
 
@@ -108,6 +115,46 @@ fn report(name: &str, samples: &[Sample], wall: Duration) {
     );
 }
 
+/// The floor: the same number of quads (the example's expansion, padded to what the node
+/// wrote) inserted straight into a fresh Oxigraph store, one transaction per activity.
+fn raw_oxigraph(activities: usize, quads_per_activity: usize) -> Vec<Duration> {
+    use dataspace_node::intake::jsonld::Expander;
+    use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
+    let contexts = dataspace_node::intake::load_contexts().unwrap();
+    let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = oxigraph::store::Store::open(dir.path()).unwrap();
+    let mut out = Vec::with_capacity(activities);
+    for i in 0..activities {
+        let mut expander = Expander::new(&contexts);
+        expander.document(doc.as_object().unwrap()).unwrap();
+        let triples = expander.finish().triples;
+        let graph = GraphName::NamedNode(NamedNode::new_unchecked(format!("urn:bench:graph:{i}")));
+        let subject = NamedNode::new_unchecked(format!("urn:bench:summary:{i}"));
+        let t = Instant::now();
+        let mut tx = store.start_transaction().unwrap();
+        for triple in &triples {
+            tx.insert(&Quad::new(
+                triple.subject.clone(),
+                triple.predicate.clone(),
+                triple.object.clone(),
+                graph.clone(),
+            ));
+        }
+        for k in triples.len()..quads_per_activity {
+            tx.insert(&Quad::new(
+                subject.clone(),
+                NamedNode::new_unchecked(format!("urn:bench:p{k}")),
+                Literal::new_simple_literal(format!("value {k} of {i}")),
+                graph.clone(),
+            ));
+        }
+        tx.commit().unwrap();
+        out.push(t.elapsed());
+    }
+    out
+}
+
 fn main() {
     let args = Args::parse();
     let server_rt = tokio::runtime::Builder::new_multi_thread()
@@ -130,7 +177,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    client_rt.block_on(async {
+    let written = client_rt.block_on(async {
         let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
         for _ in 0..400 {
             if http.get(format!("{base}/health")).send().await.is_ok() {
@@ -168,6 +215,7 @@ fn main() {
             samples.push(client.create(1_000_000 + n).await);
         }
         report("concurrency 1", &samples, t.elapsed());
+        let written = samples[0].written.max(1) as usize;
 
         let t = Instant::now();
         let per_client = args.concurrent / args.clients.max(1);
@@ -187,7 +235,20 @@ fn main() {
             samples.extend(t.await.unwrap());
         }
         report(&format!("concurrency {}", args.clients), &samples, t.elapsed());
+        written
     });
+    let written = written;
     let _ = stop.send(());
     server_rt.block_on(server).unwrap().unwrap();
+
+    let mut raw = raw_oxigraph(args.sequential, written);
+    let total: Duration = raw.iter().sum();
+    raw.sort();
+    println!(
+        "| baseline: raw Oxigraph insert of the same {written} quads, 1 transaction each | {} | {:.0} | {:.3} | {:.3} | | | | |",
+        raw.len(),
+        raw.len() as f64 / total.as_secs_f64(),
+        percentile(&raw, 0.5),
+        percentile(&raw, 0.99),
+    );
 }

@@ -93,8 +93,22 @@ pub fn load_countries() -> Result<HashSet<String>> {
         .into_iter()
         .flatten()
         .filter_map(|v| v["value"].as_str())
-        .filter_map(|v| v.rsplit_once('#').map(|(_, code)| code.to_owned()))
+        .filter(|code| code.len() == 2)
+        .map(str::to_owned)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shipped_country_list_has_every_iso_country() {
+        let countries = super::load_countries().unwrap();
+        assert!(countries.len() >= 249, "{}", countries.len());
+        for code in ["KE", "BR", "TZ", "NL", "DE"] {
+            assert!(countries.contains(code), "{code}");
+        }
+        assert!(super::ports::is_locode("KEMBA", &countries));
+    }
 }
 
 impl Intake {

@@ -607,3 +607,108 @@ async fn parallel_activities_on_one_consignment_all_land() {
     assert_eq!(events, 24);
     drop(node);
 }
+
+/// Runs a SELECT over the whole store of a stopped node; rows as `var=value` strings.
+fn select(dir: &std::path::Path, query: &str) -> Vec<String> {
+    use oxigraph::sparql::{QueryResults, SparqlEvaluator};
+    let store = oxigraph::store::Store::open(dir.join("store")).unwrap();
+    let QueryResults::Solutions(rows) = SparqlEvaluator::new()
+        .parse_query(query)
+        .unwrap()
+        .on_store(&store)
+        .execute()
+        .unwrap()
+    else {
+        panic!("not a select")
+    };
+    let mut out: Vec<String> = rows
+        .map(|r| {
+            let r = r.unwrap();
+            r.iter()
+                .map(|(v, t)| match t {
+                    oxigraph::model::Term::Literal(l) => format!("{}={}", v.as_str(), l.value()),
+                    other => format!("{}={other}", v.as_str()),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+const DSN: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> PREFIX unece: <https://vocabulary.uncefact.org/>";
+
+#[tokio::test]
+async fn update_replaces_the_description_and_keeps_events() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("create-consignment"), trader.org()))
+            .await,
+    );
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("add-event"), trader.org()))
+            .await,
+    );
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("update-consignment"), trader.org()))
+            .await,
+    );
+    let dir = node.data_dir();
+    let _guard = node.stop().await;
+    let ports = select(&dir, &format!(
+        "{DSN} SELECT ?entry ?entryCountry ?exit WHERE {{ GRAPH ?g {{ ?s dsn:portOfEntryCode ?entry ; dsn:portOfEntryCountry ?entryCountry ; dsn:portOfExitCode ?exit }} }}"));
+    assert_eq!(ports, vec!["entry=TZDAR entryCountry=TZ exit=BRSSZ"]);
+    // The old arrival location is gone from the description, the new one is there.
+    let names = select(&dir, &format!("{DSN} SELECT ?name WHERE {{ GRAPH ?g {{ ?l a unece:LogisticsLocation ; unece:name ?name }} }}"));
+    assert_eq!(names, vec!["name=Dar es Salaam", "name=Port of Santos"]);
+    // Equipment was not in the update: replaced, not merged.
+    let equipment = select(
+        &dir,
+        &format!(
+            "{DSN} SELECT ?e WHERE {{ GRAPH ?g {{ ?e a unece:LogisticsTransportEquipment }} }}"
+        ),
+    );
+    assert!(equipment.is_empty(), "{equipment:?}");
+    // The event stays, and each activity left its system event.
+    let events = select(&dir, &format!("{DSN} SELECT ?code WHERE {{ GRAPH ?g {{ ?e a unece:SupplyChainEvent ; unece:typeCode ?code }} }}"));
+    assert_eq!(events, vec!["code=tlip:vessel-departed"]);
+    let system = select(&dir, &format!("{DSN} SELECT ?code WHERE {{ GRAPH ?g {{ ?e a dsn:SystemEvent ; dsn:typeCode ?code }} }}"));
+    assert_eq!(system, vec!["code=ADD", "code=CREATE", "code=UPDATE"]);
+}
+
+#[tokio::test]
+async fn ports_follow_the_derivation_rules() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut malformed = as_org(example("create-consignment"), trader.org());
+    malformed["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-000000000001");
+    malformed["object"]["identifier"] = json!("MALFORMED");
+    malformed["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
+        ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("KE-MBA");
+    // A second arrival event never counts.
+    let mut second = malformed["object"]["atArrivalTransportMovement"]["arrivalEvent"][0].clone();
+    second["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("TZDAR");
+    malformed["object"]["atArrivalTransportMovement"]["arrivalEvent"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    assert_completed(&trader.publish(&node, &malformed).await);
+    assert_completed(
+        &trader
+            .publish(&node, &as_org(example("no-movements"), trader.org()))
+            .await,
+    );
+    let dir = node.data_dir();
+    let _guard = node.stop().await;
+    let rows = select(&dir, &format!(
+        "{DSN} SELECT ?id ?name ?code ?country WHERE {{ GRAPH ?g {{ ?s a dsn:ConsignmentSummary ; dsn:identifier ?id . OPTIONAL {{ ?s dsn:portOfEntryName ?name }} OPTIONAL {{ ?s dsn:portOfEntryCode ?code }} OPTIONAL {{ ?s dsn:portOfEntryCountry ?country }} }} }}"));
+    assert_eq!(
+        rows,
+        vec!["id=FWD-2026-000419", "id=MALFORMED name=Mombasa"]
+    );
+}
