@@ -10,6 +10,8 @@
 //! - [`auth`]: API keys, login (argon2id, throttling) and sessions (HS256 JWT) → [`auth::Caller`].
 //! - [`intake`]: inbox activities → JSON-LD expansion → shapes → ports → store transaction.
 //! - [`accounts`]: organisations, users and API key hashes in the system accounts graph.
+//! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
+//!   documents.
 //! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`.
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
 
@@ -23,6 +25,7 @@ pub mod intake;
 pub mod node;
 pub mod secrets;
 pub mod store;
+pub mod views;
 pub mod vocab;
 
 use std::future::Future;

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use sha2::Digest;
+
 use crate::accounts::Accounts;
 use crate::auth::{Auth, Sessions};
 use crate::config::Config;
@@ -11,6 +13,8 @@ use crate::identity::NodeIdentity;
 use crate::intake::Intake;
 use crate::secrets;
 use crate::store::{Queries, Store};
+use crate::views::codes::CodeLists;
+use crate::views::Views;
 
 pub struct Node {
     pub config: Config,
@@ -20,6 +24,7 @@ pub struct Node {
     pub accounts: Arc<Accounts>,
     pub auth: Auth,
     pub intake: Intake,
+    pub views: Views,
 }
 
 impl Node {
@@ -68,12 +73,16 @@ impl Node {
             config.login_window(),
             accounts.clone(),
         )?;
+        let codes = Arc::new(CodeLists::load()?);
         let intake = Intake::new(
             store.clone(),
             queries.clone(),
             identity.clone(),
+            codes.clone(),
             credential_secret.as_bytes(),
         )?;
+        let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
+        let views = Views::new(store.clone(), queries.clone(), codes, &cursor_key);
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
             config,
@@ -83,6 +92,7 @@ impl Node {
             accounts,
             auth,
             intake,
+            views,
         })
     }
 }

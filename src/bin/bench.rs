@@ -237,7 +237,6 @@ fn main() {
         report(&format!("concurrency {}", args.clients), &samples, t.elapsed());
         written
     });
-    let written = written;
     let _ = stop.send(());
     server_rt.block_on(server).unwrap().unwrap();
 

@@ -6,6 +6,7 @@ pub mod error;
 pub mod extract;
 mod inbox;
 mod ops;
+mod reads;
 
 use std::sync::Arc;
 
@@ -31,6 +32,23 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/activity-logs/{id}",
             get(inbox::log_entry),
+        )
+        .route("/supply-chain/data-space/consignments", get(reads::list))
+        .route(
+            "/supply-chain/data-space/consignments/{id}",
+            get(reads::view),
+        )
+        .route(
+            "/supply-chain/data-space/consignments/{id}/events",
+            get(reads::events),
+        )
+        .route(
+            "/supply-chain/data-space/consignments/{id}/documents",
+            get(reads::documents),
+        )
+        .route(
+            "/supply-chain/data-space/consignments/{id}/documents/{document_id}",
+            get(reads::document),
         )
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -29,6 +29,7 @@ use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::store::{graphs, Queries, Store};
+use crate::views::codes::CodeLists;
 use activity::{Activity, Kind};
 use jsonld::{Contexts, Expander, Expansion};
 use log::{Entry, TaskError};
@@ -59,6 +60,7 @@ pub struct Intake {
     queries: Arc<Queries>,
     identity: Arc<NodeIdentity>,
     credentials: record::Credentials,
+    codes: Arc<CodeLists>,
 }
 
 const SHAPE: &str = "https://w3id.org/dataspace-node/shapes#";
@@ -98,24 +100,12 @@ pub fn load_countries() -> Result<HashSet<String>> {
         .collect())
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_shipped_country_list_has_every_iso_country() {
-        let countries = super::load_countries().unwrap();
-        assert!(countries.len() >= 249, "{}", countries.len());
-        for code in ["KE", "BR", "TZ", "NL", "DE"] {
-            assert!(countries.contains(code), "{code}");
-        }
-        assert!(super::ports::is_locode("KEMBA", &countries));
-    }
-}
-
 impl Intake {
     pub fn new(
         store: Arc<Store>,
         queries: Arc<Queries>,
         identity: Arc<NodeIdentity>,
+        codes: Arc<CodeLists>,
         credential_key: &[u8],
     ) -> Result<Self> {
         let contexts = load_contexts()?;
@@ -129,6 +119,7 @@ impl Intake {
             queries,
             credentials: record::Credentials::new(credential_key, identity.node_did()),
             identity,
+            codes,
         })
     }
 
@@ -212,6 +203,7 @@ impl Intake {
                     ports: &ports,
                     credentials: &self.credentials,
                     queries: &self.queries,
+                    codes: &self.codes,
                 };
                 apply.run(tx)?
             } else {
@@ -406,4 +398,17 @@ pub fn new_hex() -> String {
 
 pub fn literal(s: &str) -> Term {
     Literal::new_simple_literal(s).into()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shipped_country_list_has_every_iso_country() {
+        let countries = super::load_countries().unwrap();
+        assert!(countries.len() >= 249, "{}", countries.len());
+        for code in ["KE", "BR", "TZ", "NL", "DE"] {
+            assert!(countries.contains(code), "{code}");
+        }
+        assert!(super::ports::is_locode("KEMBA", &countries));
+    }
 }

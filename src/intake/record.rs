@@ -23,6 +23,7 @@ use super::{literal, new_hex};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::store::{graphs, Queries};
+use crate::views::codes::CodeLists;
 use crate::vocab::{dsn, xsd};
 
 const AS: &str = "https://www.w3.org/ns/activitystreams#";
@@ -76,6 +77,7 @@ pub struct Apply<'a> {
     pub ports: &'a Ports,
     pub credentials: &'a Credentials,
     pub queries: &'a Queries,
+    pub codes: &'a CodeLists,
 }
 
 /// Counts what it inserts: the task's `result`.
@@ -355,6 +357,8 @@ impl Apply<'_> {
         if kind == "SupplyChainEvent" {
             if let Some(at) = string_value(object.get("occurrenceDateTime")) {
                 w.add(node.clone(), dsn("occurredAt"), date_literal(at), &graph);
+                let code = string_value(object.get("typeCode")).unwrap_or_default();
+                latest_status(&mut w, &record, &graph, self.org(), code, at)?;
             }
         }
         // The record's update time moves with every contribution.
@@ -431,6 +435,13 @@ impl Apply<'_> {
             s.clone(),
             dsn("payload"),
             json_literal(&Value::Object(self.activity.object().clone())),
+            g,
+        );
+        let columns = crate::views::summary::build(self.activity.object(), self.ports, self.codes);
+        w.add(
+            s.clone(),
+            dsn("summaryJson"),
+            json_literal(&Value::Object(columns)),
             g,
         );
         let mut port = |which: &str, port: &Option<Port>| {
@@ -583,6 +594,55 @@ impl Apply<'_> {
         );
         Ok(())
     }
+}
+
+/// Keeps the latest event (by occurrence time) of one contributor per consignment on a status
+/// node, so list reads take `latestStatus` without looking at events.
+fn latest_status(
+    w: &mut Writer<'_, '_>,
+    record: &Record,
+    graph: &NamedNode,
+    org: &str,
+    code: &str,
+    at: &str,
+) -> Result<()> {
+    let status = graphs::minted(
+        "status",
+        &format!("{}:{}", record.aig_hex, graphs::org_key(org)),
+    );
+    let g = GraphName::NamedNode(graph.clone());
+    let subject: NamedOrBlankNode = status.clone().into();
+    let old: Vec<Quad> =
+        w.tx.quads_for_pattern(Some(subject.as_ref()), None, None, Some(g.as_ref()))
+            .collect::<Result<_, _>>()?;
+    let newer = old.iter().all(|q| {
+        q.predicate != dsn("latestAt")
+            || match &q.object {
+                Term::Literal(l) => match (
+                    chrono::DateTime::parse_from_rfc3339(l.value()),
+                    chrono::DateTime::parse_from_rfc3339(at),
+                ) {
+                    (Ok(old), Ok(new)) => new >= old,
+                    _ => l.value() <= at,
+                },
+                _ => true,
+            }
+    });
+    if !newer {
+        return Ok(());
+    }
+    for q in &old {
+        w.tx.remove(q);
+    }
+    w.add(
+        status.clone(),
+        dsn("statusOf"),
+        record.consignment.clone(),
+        graph,
+    );
+    w.add(status.clone(), dsn("latestTypeCode"), literal(code), graph);
+    w.add(status, dsn("latestAt"), date_literal(at), graph);
+    Ok(())
 }
 
 /// The activity node: the caller's `id` when it gave one, else the minted one.

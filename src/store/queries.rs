@@ -32,6 +32,18 @@ pub const SOURCES: &[(&str, &str)] = &[
         "activity_log_entry",
         include_str!("../../queries/activity_log_entry.rq"),
     ),
+    (
+        "consignment_page",
+        include_str!("../../queries/consignment_page.rq"),
+    ),
+    (
+        "consignment_by_any_id",
+        include_str!("../../queries/consignment_by_any_id.rq"),
+    ),
+    (
+        "consignment_parts",
+        include_str!("../../queries/consignment_parts.rq"),
+    ),
 ];
 
 pub struct Queries {
@@ -62,6 +74,28 @@ impl Queries {
             query = query.substitute_variable(Variable::new_unchecked(*var), term.clone());
         }
         Ok(query)
+    }
+
+    /// Runs a SELECT query on the committed store and hands each solution to `visit` until it
+    /// answers `false` (so a page stops reading once it is full). Blocking.
+    pub fn each(
+        &self,
+        store: &Store,
+        name: &str,
+        bindings: &[(&str, Term)],
+        mut visit: impl FnMut(QuerySolution) -> bool,
+    ) -> Result<()> {
+        match self.bind(name, bindings)?.on_store(store.db()).execute()? {
+            QueryResults::Solutions(solutions) => {
+                for solution in solutions {
+                    if !visit(solution?) {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(Error::internal(format!("query {name} is not a SELECT"))),
+        }
     }
 
     /// Runs a SELECT query with `bindings` on the committed store. Blocking.
@@ -112,6 +146,45 @@ fn boolean(results: QueryResults<'_>) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Substituted variables are seen by FILTERs, but `BOUND(?v)` of a variable the pattern
+    /// never binds is folded to false by the optimizer: queries must not test for it.
+    #[test]
+    fn substituted_variables_reach_filters() {
+        use oxigraph::model::{GraphNameRef, Literal, LiteralRef, NamedNodeRef, QuadRef};
+        let store = oxigraph::store::Store::new().unwrap();
+        for i in 0..5 {
+            let s = format!("urn:r{i}");
+            let v = i.to_string();
+            store
+                .insert(QuadRef::new(
+                    NamedNodeRef::new(&s).unwrap(),
+                    NamedNodeRef::new("urn:p").unwrap(),
+                    LiteralRef::new_typed_literal(&v, oxigraph::model::vocab::xsd::INTEGER),
+                    GraphNameRef::DefaultGraph,
+                ))
+                .unwrap();
+        }
+        let count = |q: &str| match SparqlEvaluator::new()
+            .parse_query(q)
+            .unwrap()
+            .substitute_variable(Variable::new_unchecked("after"), Literal::from(2))
+            .on_store(&store)
+            .execute()
+            .unwrap()
+        {
+            QueryResults::Solutions(s) => s.count(),
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            count("SELECT ?after ?v WHERE { ?s <urn:p> ?v FILTER(?v < ?after) }"),
+            2
+        );
+        assert_eq!(
+            count("SELECT ?after ?v WHERE { ?s <urn:p> ?v FILTER(!BOUND(?after) || ?v < ?after) }"),
+            5
+        );
+    }
 
     #[test]
     fn every_query_file_is_registered_and_parses() {

@@ -87,6 +87,11 @@ impl Session {
         json_body(r).await
     }
 
+    /// Publishes a fixture example as this organisation and expects it applied.
+    pub async fn publish_example(&self, node: &TestNode, name: &str) {
+        assert_completed(&self.publish(node, &as_org(example(name), self.org())).await);
+    }
+
     pub async fn get(&self, node: &TestNode, path: &str) -> reqwest::Response {
         node.get_with_cookie(path, &self.account.api_key, &self.token)
             .await
@@ -258,26 +263,10 @@ async fn update_and_add_need_an_existing_own_consignment() {
         .await;
     assert_eq!(task_error(&entry)["name"], "NotFoundError");
 
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("create-consignment"), trader.org()))
-            .await,
-    );
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("update-consignment"), trader.org()))
-            .await,
-    );
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("add-event"), trader.org()))
-            .await,
-    );
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("add-document"), trader.org()))
-            .await,
-    );
+    trader.publish_example(&node, "create-consignment").await;
+    trader.publish_example(&node, "update-consignment").await;
+    trader.publish_example(&node, "add-event").await;
+    trader.publish_example(&node, "add-document").await;
 
     // Another organisation cannot touch it, and is not told it exists.
     let entry = other
@@ -290,11 +279,7 @@ async fn update_and_add_need_an_existing_own_consignment() {
         .await;
     assert_eq!(task_error(&entry)["name"], "NotFoundError");
     // It can publish its own consignment with the same ids.
-    assert_completed(
-        &other
-            .publish(&node, &as_org(example("create-consignment"), other.org()))
-            .await,
-    );
+    other.publish_example(&node, "create-consignment").await;
 }
 
 #[tokio::test]
@@ -445,11 +430,7 @@ async fn oversized_and_deeply_nested_bodies() {
     let r = trader.post_raw(&node, deep_object.into_bytes()).await;
     assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
     // Still serving.
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("no-movements"), trader.org()))
-            .await,
-    );
+    trader.publish_example(&node, "no-movements").await;
 }
 
 #[tokio::test]
@@ -556,11 +537,7 @@ fn uuid_like(seed: &str) -> String {
 async fn parallel_activities_on_one_consignment_all_land() {
     let node = TestNode::start().await;
     let trader = std::sync::Arc::new(Session::new(&node, "trader@forwarder.example").await);
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("create-consignment"), trader.org()))
-            .await,
-    );
+    trader.publish_example(&node, "create-consignment").await;
     let mut tasks = Vec::new();
     for i in 0..24 {
         let mut event = as_org(example("add-event"), trader.org());
@@ -643,21 +620,9 @@ const DSN: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> PREFIX unec
 async fn update_replaces_the_description_and_keeps_events() {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("create-consignment"), trader.org()))
-            .await,
-    );
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("add-event"), trader.org()))
-            .await,
-    );
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("update-consignment"), trader.org()))
-            .await,
-    );
+    trader.publish_example(&node, "create-consignment").await;
+    trader.publish_example(&node, "add-event").await;
+    trader.publish_example(&node, "update-consignment").await;
     let dir = node.data_dir();
     let _guard = node.stop().await;
     let ports = select(&dir, &format!(
@@ -698,11 +663,7 @@ async fn ports_follow_the_derivation_rules() {
         .unwrap()
         .push(second);
     assert_completed(&trader.publish(&node, &malformed).await);
-    assert_completed(
-        &trader
-            .publish(&node, &as_org(example("no-movements"), trader.org()))
-            .await,
-    );
+    trader.publish_example(&node, "no-movements").await;
     let dir = node.data_dir();
     let _guard = node.stop().await;
     let rows = select(&dir, &format!(

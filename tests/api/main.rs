@@ -5,4 +5,5 @@ mod accounts;
 mod common;
 mod inbox;
 mod operations;
+mod reads;
 mod sessions;

@@ -1,0 +1,88 @@
+//! The read endpoints of `/supply-chain/data-space`: consignments, events, documents.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::auth::Caller;
+use crate::error::Result;
+use crate::node::Node;
+use crate::views::{parse_limit, Scope};
+
+type Params = Query<HashMap<String, String>>;
+
+fn scope(params: &HashMap<String, String>) -> Result<Scope> {
+    Scope::parse(params.get("scope").map(String::as_str))
+}
+
+/// Runs a blocking read on the blocking pool: SPARQL over RocksDB does disk work.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await?
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    let limit = parse_limit(params.get("limit").map(String::as_str))?;
+    let cursor = params.get("cursor").cloned();
+    let page = blocking(move || node.views.list(&caller, scope, limit, cursor.as_deref())).await?;
+    let mut body = json!({"entities": page.entities});
+    if let Some(c) = page.cursor {
+        body["cursor"] = json!(c);
+    }
+    Ok(Json(body))
+}
+
+pub async fn view(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    Ok(Json(
+        blocking(move || node.views.view(&caller, scope, &id)).await?,
+    ))
+}
+
+pub async fn events(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    entities(blocking(move || node.views.events(&caller, scope, &id)).await?)
+}
+
+pub async fn documents(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    entities(blocking(move || node.views.documents(&caller, scope, &id)).await?)
+}
+
+fn entities(items: Vec<Value>) -> Result<Json<Value>> {
+    Ok(Json(json!({ "entities": items })))
+}
+
+pub async fn document(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Path((id, document_id)): Path<(String, String)>,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    Ok(Json(
+        blocking(move || node.views.document(&caller, scope, &id, &document_id)).await?,
+    ))
+}

@@ -1,0 +1,381 @@
+//! The read endpoints: summaries, views, events, documents, scope, paging.
+
+use std::collections::HashSet;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::inbox::{as_org, assert_completed, example, Session};
+
+const LIST: &str = "/supply-chain/data-space/consignments";
+
+async fn ok_json(r: reqwest::Response) -> Value {
+    assert_eq!(r.status(), StatusCode::OK);
+    json_body(r).await
+}
+
+#[tokio::test]
+async fn summary_columns_come_from_their_sources() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let list = ok_json(trader.get(&node, LIST).await).await;
+    assert!(list.get("cursor").is_none());
+    let rows = list["entities"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let s = &rows[0];
+    let aig = s["aigId"].as_str().unwrap();
+    assert!(aig.starts_with("aig:") && aig.len() == 36, "{aig}");
+    assert_eq!(s["id"], aig);
+    let expected = json!({
+        "identifier": "FWD-2026-000417",
+        "globalId": "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11",
+        "transportId": "IMO9811000",
+        "dateOfEntry": "2026-12-24T06:00:00Z",
+        "portOfEntry": "Mombasa", "portOfEntryCode": "KEMBA", "portOfEntryCountryId": "KE",
+        "portOfExit": "Port of Santos", "portOfExitCode": "BRSSZ", "portOfExitCountryId": "BR",
+        "firstConsignor": {"name": "Cafe Exportadora Ltda", "countryId": "BR"},
+        "lastConsignee": {"name": "Nairobi Roasters Ltd", "countryId": "KE"},
+        "tradeParty": [
+            {"role": "consignor", "name": "Cafe Exportadora Ltda", "countryId": "BR"},
+            {"role": "consignee", "name": "Nairobi Roasters Ltd", "countryId": "KE"}
+        ],
+        "commodities": [{"goodsTypeCode": "090121", "description": "Roasted coffee, not decaffeinated", "originCountryId": "BR"}],
+        "reference": "MSKU1234565",
+        "transportModeCode": "1",
+        "transportMeans": [
+            {"identifier": "MSKU1234565", "transportMeansTypeCode": "1511", "label": "Full container ship/cellular vessel"},
+            {"identifier": "MSKU7654321", "transportMeansTypeCode": "1511", "label": "Full container ship/cellular vessel"}
+        ],
+        "latestStatus": {"name": "scheduledDeparture", "date": "2026-12-01T08:00:00Z"},
+        "payloadVersion": "D23B",
+    });
+    for (key, value) in expected.as_object().unwrap() {
+        assert_eq!(&s[key], value, "column {key}");
+    }
+    for key in ["dateCreated", "dateUpdated"] {
+        assert!(chrono::DateTime::parse_from_rfc3339(s[key].as_str().unwrap()).is_ok());
+    }
+    assert!(
+        s.get("carrierParty").is_none() && s.get("scheduledDeparture").is_none(),
+        "{s:#}"
+    );
+
+    // An event becomes the latest status.
+    trader.publish_example(&node, "add-event").await;
+    let list = ok_json(trader.get(&node, LIST).await).await;
+    assert_eq!(
+        list["entities"][0]["latestStatus"],
+        json!({"name": "tlip:vessel-departed", "date": "2026-12-01T09:12:00Z"})
+    );
+}
+
+#[tokio::test]
+async fn absent_sources_leave_columns_out() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut no_movements = as_org(example("no-movements"), trader.org());
+    // Top-level parties are kept but never fill the summary columns.
+    no_movements["object"]["consignorParty"] =
+        json!({"type": "TradeParty", "name": "Top Level Ltd"});
+    assert_completed(&trader.publish(&node, &no_movements).await);
+    let list = ok_json(trader.get(&node, LIST).await).await;
+    let s = list["entities"][0].as_object().unwrap();
+    let mut keys: Vec<&str> = s.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        vec![
+            "aigId",
+            "dateCreated",
+            "dateUpdated",
+            "globalId",
+            "id",
+            "identifier",
+            "payloadVersion"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn malformed_locode_has_a_port_name_but_no_code_or_country() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut activity = as_org(example("create-consignment"), trader.org());
+    activity["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
+        ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("KEMB");
+    assert_completed(&trader.publish(&node, &activity).await);
+    let s = ok_json(trader.get(&node, LIST).await).await["entities"][0].clone();
+    assert_eq!(s["portOfEntry"], "Mombasa");
+    assert!(
+        s.get("portOfEntryCode").is_none() && s.get("portOfEntryCountryId").is_none(),
+        "{s:#}"
+    );
+    assert_eq!(s["portOfExitCountryId"], "BR");
+}
+
+#[tokio::test]
+async fn the_view_resolves_every_id_form_and_hides_others() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    for name in ["create-consignment", "add-event", "add-document"] {
+        trader.publish_example(&node, name).await;
+    }
+    let aig = ok_json(trader.get(&node, LIST).await).await["entities"][0]["aigId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ids = [
+        aig.clone(),
+        "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11".into(),
+        "FWD-2026-000417".into(),
+    ];
+    let mut views = Vec::new();
+    for id in &ids {
+        let path = format!("{LIST}/{}", urlencoding(id));
+        views.push(ok_json(trader.get(&node, &path).await).await);
+        // Another organisation gets the same 404 for every id form.
+        let r = other.get(&node, &path).await;
+        let body = assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+        assert!(!body.to_string().contains("FWD-2026"), "{body}");
+    }
+    assert!(views.iter().all(|v| v == &views[0]));
+    let v = &views[0];
+    assert_eq!(v["id"], aig.as_str());
+    assert!(v["created"].is_string() && v["updated"].is_string());
+    assert_eq!(
+        v["includedConsignments"],
+        example("create-consignment")["object"]["includedConsignment"]
+    );
+    assert_eq!(
+        v["resolvedTransportMode"],
+        json!({"raw": "unece:TransportModeCodeList#1", "code": "1", "label": "Maritime transport"})
+    );
+    assert_eq!(
+        v["resolvedTransportEquipment"][1],
+        json!({"identifier": "MSKU7654321", "transportMeansTypes": [
+        {"raw": "unece:TransportMeansTypeCodeList#1511", "code": "1511", "label": "Full container ship/cellular vessel"}]})
+    );
+    assert_eq!(v["events"].as_array().unwrap().len(), 1);
+    assert_eq!(v["events"][0]["typeCode"], "tlip:vessel-departed");
+    assert_eq!(v["documents"].as_array().unwrap().len(), 1);
+    let system: Vec<&str> = v["systemEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["typeCode"].as_str().unwrap())
+        .collect();
+    assert_eq!(system, vec!["CREATE", "ADD", "ADD"]);
+    let create = &v["systemEvents"][0];
+    assert_eq!(create["type"], "SystemEvent");
+    for part in ["source", "object", "target"] {
+        assert!(
+            create[part]["id"].is_string()
+                && create[part]["type"].is_string()
+                && create[part]["detail"].is_object(),
+            "{create:#}"
+        );
+    }
+    assert!(
+        create["@context"].is_string() && create["id"].is_string() && create["date"].is_string()
+    );
+
+    let r = trader.get(&node, &format!("{LIST}/nope")).await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+}
+
+fn urlencoding(s: &str) -> String {
+    s.replace(':', "%3A")
+}
+
+#[tokio::test]
+async fn unknown_codes_keep_raw_and_code_without_label() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut activity = as_org(example("create-consignment"), trader.org());
+    activity["object"]["atDepartureTransportMovement"]["usedTransportMeans"]
+        ["transportMeansTypeCode"] = json!("unece:TransportMeansTypeCodeList#9999");
+    assert_completed(&trader.publish(&node, &activity).await);
+    let v = ok_json(trader.get(&node, &format!("{LIST}/FWD-2026-000417")).await).await;
+    assert_eq!(
+        v["resolvedTransportEquipment"][0]["transportMeansTypes"][0],
+        json!({"raw": "unece:TransportMeansTypeCodeList#9999", "code": "9999"})
+    );
+    let s = ok_json(trader.get(&node, LIST).await).await["entities"][0].clone();
+    assert_eq!(
+        s["transportMeans"][0],
+        json!({"identifier": "MSKU1234565", "transportMeansTypeCode": "9999"})
+    );
+}
+
+#[tokio::test]
+async fn events_and_documents_endpoints() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    for (i, at) in [
+        "2026-12-03T10:00:00Z",
+        "2026-12-01T10:00:00Z",
+        "2026-12-02T10:00:00Z",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut event = as_org(example("add-event"), trader.org());
+        event["object"]["occurrenceDateTime"] = json!(at);
+        event["object"]["typeCode"] = json!(format!("tlip:step-{i}"));
+        assert_completed(&trader.publish(&node, &event).await);
+    }
+    trader.publish_example(&node, "add-document").await;
+    let events = ok_json(
+        trader
+            .get(&node, &format!("{LIST}/FWD-2026-000417/events"))
+            .await,
+    )
+    .await;
+    let codes: Vec<&str> = events["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["typeCode"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, vec!["tlip:step-1", "tlip:step-2", "tlip:step-0"]);
+    let docs = ok_json(
+        trader
+            .get(&node, &format!("{LIST}/FWD-2026-000417/documents"))
+            .await,
+    )
+    .await;
+    let doc = &docs["entities"][0];
+    assert_eq!(doc["documentId"], "INV-2026-0917");
+    assert_eq!(doc["documentCode"], "380");
+    assert_eq!(doc["documentType"], "Commercial invoice");
+    let single = ok_json(
+        trader
+            .get(
+                &node,
+                &format!("{LIST}/FWD-2026-000417/documents/INV-2026-0917"),
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(&single, doc);
+    let r = trader
+        .get(&node, &format!("{LIST}/FWD-2026-000417/documents/NOPE"))
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    let r = trader.get(&node, &format!("{LIST}/NOPE/events")).await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+}
+
+#[tokio::test]
+async fn scope_is_validated_and_shared_is_empty_without_sharing() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    for path in [
+        format!("{LIST}?scope=mine"),
+        format!("{LIST}/FWD-2026-000417?scope=everything"),
+        format!("{LIST}/FWD-2026-000417/events?scope="),
+        format!("{LIST}?limit=0"),
+        format!("{LIST}?limit=abc"),
+        format!("{LIST}?limit=101"),
+        format!("{LIST}?cursor=garbage"),
+    ] {
+        let r = trader.get(&node, &path).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    }
+    assert_eq!(
+        ok_json(trader.get(&node, &format!("{LIST}?scope=own")).await).await["entities"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        ok_json(trader.get(&node, &format!("{LIST}?scope=shared")).await).await["entities"],
+        json!([])
+    );
+    let r = trader
+        .get(&node, &format!("{LIST}/FWD-2026-000417?scope=shared"))
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    let r = node.client.get(node.url(LIST)).send().await.unwrap();
+    assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
+}
+
+#[tokio::test]
+async fn paging_returns_every_row_once_newest_first() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    let mut published = HashSet::new();
+    for i in 0..250 {
+        let mut activity = as_org(example("no-movements"), trader.org());
+        activity["object"]["identifier"] = json!(format!("PAGE-{i:03}"));
+        activity["object"]["globalId"] = json!(format!("urn:uuid:00000000-0000-4000-8000-{i:012}"));
+        assert_completed(&trader.publish(&node, &activity).await);
+        published.insert(format!("PAGE-{i:03}"));
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut first_cursor = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("{LIST}?limit=7&cursor={c}"),
+            None => format!("{LIST}?limit=7"),
+        };
+        let page = ok_json(trader.get(&node, &path).await).await;
+        let rows = page["entities"].as_array().unwrap();
+        assert!(rows.len() <= 7);
+        seen.extend(rows.iter().map(|r| {
+            (
+                r["dateCreated"].as_str().unwrap().to_string(),
+                r["identifier"].as_str().unwrap().to_string(),
+            )
+        }));
+        if seen.len() == 14 {
+            // A consignment published while paging does not shift the pages being read.
+            let mut late = as_org(example("no-movements"), trader.org());
+            late["object"]["identifier"] = json!("LATE");
+            late["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-999999999999");
+            assert_completed(&trader.publish(&node, &late).await);
+        }
+        match page.get("cursor").and_then(Value::as_str) {
+            Some(c) => {
+                first_cursor.get_or_insert(c.to_string());
+                cursor = Some(c.to_string());
+            }
+            None => break,
+        }
+    }
+    let identifiers: Vec<&str> = seen.iter().map(|(_, id)| id.as_str()).collect();
+    let unique: HashSet<&str> = identifiers.iter().copied().collect();
+    assert_eq!(identifiers.len(), 250, "every row exactly once");
+    assert_eq!(unique.len(), 250);
+    assert!(unique.iter().all(|id| published.contains(*id)));
+    let times: Vec<_> = seen
+        .iter()
+        .map(|(at, _)| chrono::DateTime::parse_from_rfc3339(at).unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "newest first");
+    // A cursor is bound to its organisation and scope, and cannot be edited.
+    let c = first_cursor.unwrap();
+    let r = other
+        .get(&node, &format!("{LIST}?limit=7&cursor={c}"))
+        .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    let r = trader
+        .get(&node, &format!("{LIST}?limit=7&scope=own&cursor={c}"))
+        .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    let mut tampered = c.clone();
+    let flip = if tampered.ends_with('A') { "B" } else { "A" };
+    tampered.replace_range(tampered.len() - 1.., flip);
+    let r = trader
+        .get(&node, &format!("{LIST}?limit=7&cursor={tampered}"))
+        .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+}
