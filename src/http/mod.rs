@@ -50,6 +50,14 @@ pub fn router(node: Arc<Node>) -> Router {
             "/supply-chain/data-space/consignments/{id}/documents/{document_id}",
             get(reads::document),
         )
+        .route(
+            "/supply-chain/data-space/documents",
+            get(reads::all_documents),
+        )
+        .route(
+            "/supply-chain/data-space/documents/{document_id}",
+            get(reads::find_document),
+        )
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -86,3 +86,46 @@ pub async fn document(
         blocking(move || node.views.document(&caller, scope, &id, &document_id)).await?,
     ))
 }
+
+pub async fn all_documents(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    let limit = parse_limit(params.get("limit").map(String::as_str))?;
+    let cursor = params.get("cursor").cloned();
+    let consignment = params.get("consignmentId").cloned();
+    let page = blocking(move || {
+        node.views.all_documents(
+            &caller,
+            scope,
+            limit,
+            cursor.as_deref(),
+            consignment.as_deref(),
+        )
+    })
+    .await?;
+    let mut body = json!({"entities": page.entities});
+    if let Some(c) = page.cursor {
+        body["cursor"] = json!(c);
+    }
+    Ok(Json(body))
+}
+
+pub async fn find_document(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    Path(document_id): Path<String>,
+    Query(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    let consignment = params.get("consignmentId").cloned();
+    Ok(Json(
+        blocking(move || {
+            node.views
+                .find_document(&caller, scope, &document_id, consignment.as_deref())
+        })
+        .await?,
+    ))
+}

@@ -44,6 +44,14 @@ pub const SOURCES: &[(&str, &str)] = &[
         "consignment_parts",
         include_str!("../../queries/consignment_parts.rq"),
     ),
+    (
+        "documents_page",
+        include_str!("../../queries/documents_page.rq"),
+    ),
+    (
+        "document_by_id",
+        include_str!("../../queries/document_by_id.rq"),
+    ),
 ];
 
 pub struct Queries {

@@ -361,6 +361,144 @@ impl Views {
     }
 }
 
+impl Views {
+    /// `GET /documents`: the caller's documents across consignments (or of one), newest first.
+    pub fn all_documents(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        limit: usize,
+        cursor: Option<&str>,
+        consignment: Option<&str>,
+    ) -> Result<Page> {
+        let org = &caller.organization;
+        let list = match consignment {
+            Some(id) => format!("documents:{id}"),
+            None => "documents".to_owned(),
+        };
+        let after = cursor
+            .map(|c| self.cursors.decode(c, &list, org, scope.as_str()))
+            .transpose()?;
+        if let Some(id) = consignment {
+            // One consignment: its (deduplicated) documents, paged in memory — a consignment
+            // holds few documents.
+            let docs = self.documents(caller, scope, id)?;
+            let start = after
+                .as_ref()
+                .and_then(|p| {
+                    docs.iter()
+                        .position(|d| d["id"] == p.id.as_str())
+                        .map(|i| i + 1)
+                })
+                .unwrap_or(0);
+            let rest = &docs[start.min(docs.len())..];
+            let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
+            let cursor = (rest.len() > limit).then(|| {
+                self.cursors.encode(&Position {
+                    list: list.clone(),
+                    org: org.clone(),
+                    scope: scope.as_str().into(),
+                    at: String::new(),
+                    id: page
+                        .last()
+                        .and_then(|d| d["id"].as_str())
+                        .unwrap_or_default()
+                        .into(),
+                })
+            });
+            return Ok(Page {
+                entities: page,
+                cursor,
+            });
+        }
+        if !scope.includes_own() {
+            return Ok(Page {
+                entities: Vec::new(),
+                cursor: None,
+            });
+        }
+        let (at, id) = match &after {
+            Some(p) => (p.at.as_str(), p.id.as_str()),
+            None => ("9999-12-31T23:59:59Z", "~"),
+        };
+        let bindings = [
+            ("org", Term::from(NamedNode::new_unchecked(org.as_str()))),
+            (
+                "after",
+                oxigraph::model::Literal::new_typed_literal(at, crate::vocab::xsd("dateTime"))
+                    .into(),
+            ),
+            ("afterNode", literal(id)),
+        ];
+        let mut rows = Vec::with_capacity(limit + 1);
+        self.queries
+            .each(&self.store, "documents_page", &bindings, |row| {
+                rows.push(row);
+                rows.len() <= limit
+            })?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let cursor = match (more, rows.last()) {
+            (true, Some(last)) => Some(self.cursors.encode(&Position {
+                list,
+                org: org.clone(),
+                scope: scope.as_str().into(),
+                at: text(last, "at").unwrap_or_default(),
+                id: text(last, "node").unwrap_or_default(),
+            })),
+            _ => None,
+        };
+        let entities = rows
+            .iter()
+            .map(|row| attachment(&document_part(row), &self.codes, text(row, "aig")))
+            .collect();
+        Ok(Page { entities, cursor })
+    }
+
+    /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
+    pub fn find_document(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        document_id: &str,
+        consignment: Option<&str>,
+    ) -> Result<Value> {
+        if let Some(id) = consignment {
+            return self.document(caller, scope, id, document_id);
+        }
+        let not_found = || Error::NotFound("no document with this id is available to you".into());
+        if !scope.includes_own() {
+            return Err(not_found());
+        }
+        let rows = self.queries.select(
+            &self.store,
+            "document_by_id",
+            &[
+                (
+                    "org",
+                    NamedNode::new_unchecked(caller.organization.as_str()).into(),
+                ),
+                ("documentId", literal(document_id)),
+            ],
+        )?;
+        let row = rows.first().ok_or_else(not_found)?;
+        Ok(attachment(
+            &document_part(row),
+            &self.codes,
+            text(row, "aig"),
+        ))
+    }
+}
+
+fn document_part(row: &QuerySolution) -> Part {
+    Part {
+        id: text(row, "node").unwrap_or_default(),
+        at: text(row, "at").unwrap_or_default(),
+        json: parse_json(&text(row, "json").unwrap_or_default()),
+        contributor: text(row, "contributor"),
+    }
+}
+
 #[derive(Default)]
 struct Parts {
     payload: Option<Value>,
@@ -438,25 +576,38 @@ fn dedupe_documents(parts: &[Part], codes: &CodeLists) -> Vec<Value> {
         if out.iter().any(|d| d["documentId"] == document_id) {
             continue;
         }
-        let raw = part
-            .json
-            .get("documentTypeCode")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let code = summary::code_of(raw);
-        let mut v = json!({
-            "id": part.id,
-            "documentId": document_id,
-            "documentCode": code,
-            "documentRevision": 0,
-            "history": [],
-        });
-        if let Some(label) = codes.document(code) {
-            v["documentType"] = json!(label);
-        }
-        out.push(v);
+        out.push(attachment(part, codes, None));
     }
     out
+}
+
+/// A DocumentAttachment. Blob metadata, `href` and revisions come with the document store.
+fn attachment(part: &Part, codes: &CodeLists, consignment: Option<String>) -> Value {
+    let document_id = part
+        .json
+        .get("identifier")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let raw = part
+        .json
+        .get("documentTypeCode")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let code = summary::code_of(raw);
+    let mut v = json!({
+        "id": part.id,
+        "documentId": document_id,
+        "documentCode": code,
+        "documentRevision": 0,
+        "history": [],
+    });
+    if let Some(label) = codes.document(code) {
+        v["documentType"] = json!(label);
+    }
+    if let Some(c) = consignment {
+        v["consignmentId"] = json!(c);
+    }
+    v
 }
 
 fn summary_row(row: &QuerySolution) -> Value {

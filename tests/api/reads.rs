@@ -379,3 +379,97 @@ async fn paging_returns_every_row_once_newest_first() {
         .await;
     assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
 }
+
+#[tokio::test]
+async fn documents_across_consignments_are_paged_and_found_by_id() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let mut second = as_org(example("no-movements"), trader.org());
+    second["object"]["identifier"] = json!("SECOND");
+    assert_completed(&trader.publish(&node, &second).await);
+    for (consignment, n) in [
+        ("urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11", 3),
+        ("urn:uuid:0b7e5d6a-93b1-4f0e-8d1c-6a2c4e8f1a22", 2),
+    ] {
+        for i in 0..n {
+            let mut doc = as_org(example("add-document"), trader.org());
+            doc["object"]["identifier"] = json!(format!("DOC-{}-{i}", &consignment[9..13]));
+            doc["target"]["globalId"] = json!(consignment);
+            assert_completed(&trader.publish(&node, &doc).await);
+        }
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/supply-chain/data-space/documents?limit=2&cursor={c}"),
+            None => "/supply-chain/data-space/documents?limit=2".to_string(),
+        };
+        let page = ok_json(trader.get(&node, &path).await).await;
+        seen.extend(
+            page["entities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["documentId"].as_str().unwrap().to_string()),
+        );
+        match page.get("cursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 5);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 5);
+    // Restricted to one consignment.
+    let page = ok_json(
+        trader
+            .get(
+                &node,
+                "/supply-chain/data-space/documents?consignmentId=SECOND",
+            )
+            .await,
+    )
+    .await;
+    assert_eq!(page["entities"].as_array().unwrap().len(), 2);
+    // Found by documentId without the consignment, and with it.
+    let found = ok_json(
+        trader
+            .get(&node, "/supply-chain/data-space/documents/DOC-0b7e-1")
+            .await,
+    )
+    .await;
+    assert_eq!(found["documentId"], "DOC-0b7e-1");
+    assert_eq!(found["documentType"], "Commercial invoice");
+    let r = trader
+        .get(
+            &node,
+            "/supply-chain/data-space/documents/DOC-0b7e-1?consignmentId=SECOND",
+        )
+        .await;
+    assert_eq!(ok_json(r).await["documentId"], "DOC-0b7e-1");
+    let r = trader
+        .get(
+            &node,
+            "/supply-chain/data-space/documents/DOC-0b7e-1?consignmentId=FWD-2026-000417",
+        )
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    // Nothing of it for another organisation.
+    assert_eq!(
+        ok_json(other.get(&node, "/supply-chain/data-space/documents").await).await["entities"],
+        json!([])
+    );
+    let r = other
+        .get(&node, "/supply-chain/data-space/documents/DOC-0b7e-1")
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    let r = other
+        .get(
+            &node,
+            "/supply-chain/data-space/documents?consignmentId=SECOND",
+        )
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+}
