@@ -14,6 +14,7 @@ use crate::intake::Intake;
 use crate::secrets;
 use crate::store::{Queries, Store};
 use crate::views::codes::CodeLists;
+use crate::views::listing::Listing;
 use crate::views::Views;
 
 pub struct Node {
@@ -74,15 +75,17 @@ impl Node {
             accounts.clone(),
         )?;
         let codes = Arc::new(CodeLists::load()?);
+        let listing = Arc::new(Listing::load(&store, &queries)?);
         let intake = Intake::new(
             store.clone(),
             queries.clone(),
             identity.clone(),
             codes.clone(),
+            listing.clone(),
             credential_secret.as_bytes(),
         )?;
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
-        let views = Views::new(store.clone(), queries.clone(), codes, &cursor_key);
+        let views = Views::new(store.clone(), queries.clone(), codes, listing, &cursor_key);
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
             config,

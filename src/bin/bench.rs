@@ -19,6 +19,13 @@ struct Args {
     /// Concurrent clients for the second run.
     #[arg(long, default_value_t = 16)]
     clients: usize,
+    /// Consignments in the store for the read measurements (loaded through HTTP; the inbox
+    /// runs count towards it).
+    #[arg(long, default_value_t = 0)]
+    consignments: usize,
+    /// Requests per read measurement.
+    #[arg(long, default_value_t = 200)]
+    reads: usize,
 }
 
 const EXAMPLE: &str = include_str!("../../tests/fixtures/examples/create-consignment.json");
@@ -155,6 +162,105 @@ fn raw_oxigraph(activities: usize, quads_per_activity: usize) -> Vec<Duration> {
     out
 }
 
+async fn timed_get(client: &Client, url: &str) -> (Duration, Value) {
+    let t = Instant::now();
+    let r = client
+        .http
+        .get(url)
+        .header("x-api-key", &client.key)
+        .bearer_auth(&client.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{url}");
+    let body: Value = r.json().await.unwrap();
+    (t.elapsed(), body)
+}
+
+fn latency_row(name: &str, mut lat: Vec<Duration>) {
+    lat.sort();
+    println!(
+        "| {name} | {} | | {:.3} | {:.3} | | | | |",
+        lat.len(),
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99)
+    );
+}
+
+/// List pages (first and deep), view and events through HTTP. Returns the first page's ids.
+async fn reads(client: &Client, base: &str, n: usize) -> Vec<String> {
+    let list = format!("{base}/supply-chain/data-space/consignments?limit=50");
+    let (_, first) = timed_get(client, &list).await;
+    // A deep cursor: follow pages to about the middle of the list.
+    let mut cursor = first["cursor"].as_str().map(str::to_owned);
+    let total_pages = 20;
+    for _ in 0..total_pages {
+        let Some(c) = &cursor else { break };
+        let (_, page) = timed_get(client, &format!("{list}&cursor={c}")).await;
+        cursor = page["cursor"].as_str().map(str::to_owned);
+    }
+    let id = first["entities"][0]["aigId"].as_str().unwrap().to_owned();
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        lat.push(timed_get(client, &list).await.0);
+    }
+    latency_row("list page, limit 50, first", lat);
+    if let Some(c) = &cursor {
+        let mut lat = Vec::new();
+        for _ in 0..n {
+            lat.push(timed_get(client, &format!("{list}&cursor={c}")).await.0);
+        }
+        latency_row("list page, limit 50, after 20 pages", lat);
+    }
+    for (name, path) in [
+        ("view", format!("/{id}")),
+        ("events", format!("/{id}/events")),
+    ] {
+        let url = format!("{base}/supply-chain/data-space/consignments{path}");
+        let mut lat = Vec::new();
+        for _ in 0..n {
+            lat.push(timed_get(client, &url).await.0);
+        }
+        latency_row(name, lat);
+    }
+    first["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["aigId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The same SPARQL the node runs for the first page (one summary query per row, same
+/// records), straight on the store after the node stopped.
+fn raw_page_query(data_dir: &std::path::Path, aigs: &[String], n: usize) {
+    use oxigraph::model::{NamedNode, Term};
+    let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
+    let queries = dataspace_node::store::Queries::load().unwrap();
+    let records: Vec<Term> = aigs
+        .iter()
+        .map(|a| {
+            let hex = a.strip_prefix("aig:").unwrap_or(a);
+            NamedNode::new_unchecked(format!("urn:dataspace-node:consignment:{hex}")).into()
+        })
+        .collect();
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        for record in &records {
+            let rows = queries
+                .select(&store, "consignment_summary", &[("record", record.clone())])
+                .unwrap();
+            assert_eq!(rows.len(), 1);
+        }
+        lat.push(t.elapsed());
+    }
+    latency_row(
+        "baseline: raw SPARQL of the same first-page queries on the store",
+        lat,
+    );
+}
+
 fn main() {
     let args = Args::parse();
     let server_rt = tokio::runtime::Builder::new_multi_thread()
@@ -177,6 +283,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let first_page = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let first_page_out = first_page.clone();
     let written = client_rt.block_on(async {
         let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
         for _ in 0..400 {
@@ -235,11 +343,36 @@ fn main() {
             samples.extend(t.await.unwrap());
         }
         report(&format!("concurrency {}", args.clients), &samples, t.elapsed());
+
+        let loaded = 200 + args.sequential + per_client * args.clients;
+        if args.consignments > loaded {
+            let missing = args.consignments - loaded;
+            let per = missing.div_ceil(args.clients.max(1));
+            let mut tasks = Vec::new();
+            for c in 0..args.clients {
+                let client = client.clone();
+                tasks.push(tokio::spawn(async move {
+                    for n in 0..per {
+                        client.create(3_000_000 + c * per + n).await;
+                    }
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+        }
+        if args.consignments > 0 {
+            *first_page_out.lock().unwrap() = reads(&client, &base, args.reads).await;
+        }
         written
     });
     let _ = stop.send(());
     server_rt.block_on(server).unwrap().unwrap();
 
+    if args.consignments > 0 {
+        let aigs = first_page.lock().unwrap().clone();
+        raw_page_query(dir.path(), &aigs, args.reads.min(50));
+    }
     let mut raw = raw_oxigraph(args.sequential, written);
     let total: Duration = raw.iter().sum();
     raw.sort();

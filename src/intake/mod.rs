@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::store::{graphs, Queries, Store};
 use crate::views::codes::CodeLists;
+use crate::views::listing::{self, Listing};
 use activity::{Activity, Kind};
 use jsonld::{Contexts, Expander, Expansion};
 use log::{Entry, TaskError};
@@ -61,6 +62,7 @@ pub struct Intake {
     identity: Arc<NodeIdentity>,
     credentials: record::Credentials,
     codes: Arc<CodeLists>,
+    listing: Arc<Listing>,
 }
 
 const SHAPE: &str = "https://w3id.org/dataspace-node/shapes#";
@@ -106,6 +108,7 @@ impl Intake {
         queries: Arc<Queries>,
         identity: Arc<NodeIdentity>,
         codes: Arc<CodeLists>,
+        listing: Arc<Listing>,
         credential_key: &[u8],
     ) -> Result<Self> {
         let contexts = load_contexts()?;
@@ -120,6 +123,7 @@ impl Intake {
             credentials: record::Credentials::new(credential_key, identity.node_did()),
             identity,
             codes,
+            listing,
         })
     }
 
@@ -181,6 +185,7 @@ impl Intake {
         let log_node = graphs::minted("activity-log", &entry_id);
         let activities_graph = graphs::activities(&caller.organization);
         let generator = self.identity.node_did();
+        let now = log::now();
         let (entry, created) = self.store.write(|tx| {
             // Checked again under the writer lock: two identical posts racing apply once.
             let previous = self.entry_in(tx, &activities_graph, &log_node)?;
@@ -204,6 +209,7 @@ impl Intake {
                     credentials: &self.credentials,
                     queries: &self.queries,
                     codes: &self.codes,
+                    now: &now,
                 };
                 apply.run(tx)?
             } else {
@@ -220,6 +226,13 @@ impl Intake {
             Ok((entry, true))
         })?;
         timings.store = t.elapsed();
+        // Committed: the new consignment joins its organisation's list order.
+        if created && !entry.failed() && activity.kind == Kind::Create {
+            if let Some(ms) = listing::millis(&now) {
+                self.listing
+                    .insert(&caller.organization, (ms, format!("aig:{object_id}")));
+            }
+        }
         Ok(Outcome {
             entry,
             created,

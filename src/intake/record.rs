@@ -78,6 +78,8 @@ pub struct Apply<'a> {
     pub credentials: &'a Credentials,
     pub queries: &'a Queries,
     pub codes: &'a CodeLists,
+    /// The time the record takes (created/updated/recorded), decided once per activity.
+    pub now: &'a str,
 }
 
 /// Counts what it inserts: the task's `result`.
@@ -252,7 +254,7 @@ impl Apply<'_> {
             global_id,
             identifier,
         };
-        let now = log::now();
+        let now = self.now.to_owned();
         let (object, rest) = self.split(&record.consignment.clone().into());
         let mut w = Writer { tx, written: 0 };
         w.triples(&object, &record.graph);
@@ -291,7 +293,7 @@ impl Apply<'_> {
             }
         }
         let created = self.created_of(tx, &old)?;
-        let now = log::now();
+        let now = self.now.to_owned();
         remove_description(tx, &old)?;
         let record = Record {
             global_id,
@@ -331,7 +333,7 @@ impl Apply<'_> {
             NamedOrBlankNode::BlankNode(_) => return Err(Error::internal("minted root is blank")),
         };
         let graph = graphs::contribution(&record.aig_hex, self.org());
-        let now = log::now();
+        let now = self.now.to_owned();
         let (triples, rest) = self.split(self.object_root);
         let mut w = Writer { tx, written: 0 };
         w.triples(&triples, &graph);

@@ -33,8 +33,12 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../queries/activity_log_entry.rq"),
     ),
     (
-        "consignment_page",
-        include_str!("../../queries/consignment_page.rq"),
+        "consignment_records",
+        include_str!("../../queries/consignment_records.rq"),
+    ),
+    (
+        "consignment_summary",
+        include_str!("../../queries/consignment_summary.rq"),
     ),
     (
         "consignment_by_any_id",

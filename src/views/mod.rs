@@ -11,6 +11,7 @@
 
 pub mod codes;
 pub mod cursor;
+pub mod listing;
 pub mod summary;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::intake::literal;
 use crate::store::{Queries, Store};
 use codes::CodeLists;
 use cursor::{Cursors, Position};
+use listing::Listing;
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
@@ -96,6 +98,7 @@ pub struct Views {
     queries: Arc<Queries>,
     codes: Arc<CodeLists>,
     cursors: Cursors,
+    listing: Arc<Listing>,
 }
 
 fn text(row: &QuerySolution, var: &str) -> Option<String> {
@@ -124,6 +127,7 @@ impl Views {
         store: Arc<Store>,
         queries: Arc<Queries>,
         codes: Arc<CodeLists>,
+        listing: Arc<Listing>,
         cursor_key: &[u8],
     ) -> Self {
         Self {
@@ -131,6 +135,7 @@ impl Views {
             queries,
             codes,
             cursors: Cursors::new(cursor_key),
+            listing,
         }
     }
 
@@ -153,36 +158,40 @@ impl Views {
                 cursor: None,
             });
         }
-        // The first page starts after every row: a date past any record and an id above any.
-        let (at, id) = match &after {
-            Some(p) => (p.at.as_str(), p.id.as_str()),
-            None => ("9999-12-31T23:59:59Z", "aig:~"),
+        let after_key = match &after {
+            Some(p) => Some((
+                listing::millis(&p.at)
+                    .ok_or_else(|| Error::invalid_field("cursor", "bad position"))?,
+                p.id.clone(),
+            )),
+            None => None,
         };
-        let bindings = [
-            ("org", Term::from(NamedNode::new_unchecked(org.as_str()))),
-            (
-                "after",
-                oxigraph::model::Literal::new_typed_literal(at, crate::vocab::xsd("dateTime"))
-                    .into(),
+        let keys = self.listing.page(org, after_key.as_ref(), limit + 1);
+        let more = keys.len() > limit;
+        let mut rows = Vec::with_capacity(limit);
+        for (_, aig) in keys.iter().take(limit) {
+            let record = NamedNode::new_unchecked(
+                crate::store::graphs::consignment(aig.strip_prefix("aig:").unwrap_or(aig)).as_str(),
+            );
+            let found = self.queries.select(
+                &self.store,
+                "consignment_summary",
+                &[("record", record.into())],
+            )?;
+            rows.extend(found.into_iter().take(1));
+        }
+        let cursor = match (more, keys.get(limit - 1)) {
+            (true, Some((ms, aig))) => Some(
+                self.cursors.encode(&Position {
+                    list: "consignments".into(),
+                    org: org.clone(),
+                    scope: scope.as_str().into(),
+                    at: chrono::DateTime::from_timestamp_millis(*ms)
+                        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                        .unwrap_or_default(),
+                    id: aig.clone(),
+                }),
             ),
-            ("afterAig", literal(id)),
-        ];
-        let mut rows = Vec::with_capacity(limit + 1);
-        self.queries
-            .each(&self.store, "consignment_page", &bindings, |row| {
-                rows.push(row);
-                rows.len() <= limit
-            })?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let cursor = match (more, rows.last()) {
-            (true, Some(last)) => Some(self.cursors.encode(&Position {
-                list: "consignments".into(),
-                org: org.clone(),
-                scope: scope.as_str().into(),
-                at: text(last, "created").unwrap_or_default(),
-                id: text(last, "aig").unwrap_or_default(),
-            })),
             _ => None,
         };
         let entities = rows.iter().map(summary_row).collect();

@@ -473,3 +473,44 @@ async fn documents_across_consignments_are_paged_and_found_by_id() {
         .await;
     assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
 }
+
+#[tokio::test]
+async fn the_list_order_survives_a_restart() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    for i in 0..5 {
+        let mut activity = as_org(example("no-movements"), trader.org());
+        activity["object"]["identifier"] = json!(format!("R-{i}"));
+        activity["object"]["globalId"] =
+            json!(format!("urn:uuid:00000000-0000-4000-8000-00000000000{i}"));
+        assert_completed(&trader.publish(&node, &activity).await);
+    }
+    let ids = |v: Value| -> Vec<String> {
+        v["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["identifier"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before = ids(ok_json(trader.get(&node, LIST).await).await);
+    assert_eq!(before, vec!["R-4", "R-3", "R-2", "R-1", "R-0"]);
+    let page = ok_json(trader.get(&node, &format!("{LIST}?limit=2")).await).await;
+    let cursor = page["cursor"].as_str().unwrap().to_string();
+    let node = node.restart().await;
+    let token = node
+        .login(
+            &trader.account.api_key,
+            &trader.account.email,
+            &trader.account.password,
+        )
+        .await;
+    let key = &trader.account.api_key;
+    let r = node.get_with_cookie(LIST, key, &token).await;
+    assert_eq!(ids(ok_json(r).await), before);
+    // A cursor handed out before the restart still continues where it was.
+    let r = node
+        .get_with_cookie(&format!("{LIST}?limit=2&cursor={cursor}"), key, &token)
+        .await;
+    assert_eq!(ids(ok_json(r).await), vec!["R-2", "R-1"]);
+}
