@@ -233,24 +233,31 @@ async fn reads(client: &Client, base: &str, n: usize) -> Vec<String> {
 
 /// The same SPARQL the node runs for the first page (one summary query per row, same
 /// records), straight on the store after the node stopped.
-fn raw_page_query(data_dir: &std::path::Path, aigs: &[String], n: usize) {
-    use oxigraph::model::{NamedNode, Term};
+fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usize) {
+    use dataspace_node::store::graphs;
+    use oxigraph::model::Term;
     let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
     let queries = dataspace_node::store::Queries::load().unwrap();
-    let records: Vec<Term> = aigs
+    let bindings: Vec<[(&str, Term); 4]> = aigs
         .iter()
         .map(|a| {
             let hex = a.strip_prefix("aig:").unwrap_or(a);
-            NamedNode::new_unchecked(format!("urn:dataspace-node:consignment:{hex}")).into()
+            [
+                ("record", graphs::consignment(hex).into()),
+                ("graph", graphs::contribution(hex, org).into()),
+                ("summaryNode", graphs::summary(hex).into()),
+                (
+                    "status",
+                    graphs::minted("status", &format!("{hex}:{}", graphs::org_key(org))).into(),
+                ),
+            ]
         })
         .collect();
     let mut lat = Vec::new();
     for _ in 0..n {
         let t = Instant::now();
-        for record in &records {
-            let rows = queries
-                .select(&store, "consignment_summary", &[("record", record.clone())])
-                .unwrap();
+        for b in &bindings {
+            let rows = queries.select(&store, "consignment_summary", b).unwrap();
             assert_eq!(rows.len(), 1);
         }
         lat.push(t.elapsed());
@@ -283,7 +290,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let first_page = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let first_page = std::sync::Arc::new(std::sync::Mutex::new((String::new(), Vec::new())));
     let first_page_out = first_page.clone();
     let written = client_rt.block_on(async {
         let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
@@ -362,7 +369,8 @@ fn main() {
             }
         }
         if args.consignments > 0 {
-            *first_page_out.lock().unwrap() = reads(&client, &base, args.reads).await;
+            let ids = reads(&client, &base, args.reads).await;
+            *first_page_out.lock().unwrap() = (client.org.clone(), ids);
         }
         written
     });
@@ -370,8 +378,8 @@ fn main() {
     server_rt.block_on(server).unwrap().unwrap();
 
     if args.consignments > 0 {
-        let aigs = first_page.lock().unwrap().clone();
-        raw_page_query(dir.path(), &aigs, args.reads.min(50));
+        let (org, aigs) = first_page.lock().unwrap().clone();
+        raw_page_query(dir.path(), &org, &aigs, args.reads.min(50));
     }
     let mut raw = raw_oxigraph(args.sequential, written);
     let total: Duration = raw.iter().sum();

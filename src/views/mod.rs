@@ -170,15 +170,7 @@ impl Views {
         let more = keys.len() > limit;
         let mut rows = Vec::with_capacity(limit);
         for (_, aig) in keys.iter().take(limit) {
-            let record = NamedNode::new_unchecked(
-                crate::store::graphs::consignment(aig.strip_prefix("aig:").unwrap_or(aig)).as_str(),
-            );
-            let found = self.queries.select(
-                &self.store,
-                "consignment_summary",
-                &[("record", record.into())],
-            )?;
-            rows.extend(found.into_iter().take(1));
+            rows.extend(self.summary_row_of(org, aig)?);
         }
         let cursor = match (more, keys.get(limit - 1)) {
             (true, Some((ms, aig))) => Some(
@@ -196,6 +188,24 @@ impl Views {
         };
         let entities = rows.iter().map(summary_row).collect();
         Ok(Page { entities, cursor })
+    }
+
+    /// The list row of one of `publisher`'s consignments.
+    fn summary_row_of(&self, publisher: &str, aig: &str) -> Result<Option<QuerySolution>> {
+        use crate::store::graphs;
+        let hex = aig.strip_prefix("aig:").unwrap_or(aig);
+        let status = format!("{hex}:{}", graphs::org_key(publisher));
+        let rows = self.queries.select(
+            &self.store,
+            "consignment_summary",
+            &[
+                ("record", graphs::consignment(hex).into()),
+                ("graph", graphs::contribution(hex, publisher).into()),
+                ("summaryNode", graphs::summary(hex).into()),
+                ("status", graphs::minted("status", &status).into()),
+            ],
+        )?;
+        Ok(rows.into_iter().next())
     }
 
     /// Resolves a path id (globalId, identifier or `aig:` id) to a consignment the caller may
