@@ -15,7 +15,8 @@ use axum::http::HeaderName;
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
 use crate::node::Node;
 
@@ -69,7 +70,9 @@ pub fn router(node: Arc<Node>) -> Router {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("-");
             tracing::info_span!("request", id, method = %req.method(), path = req.uri().path())
-        }))
+        })
+        // One line per answered request at the default level: status and latency.
+        .on_response(DefaultOnResponse::new().level(Level::INFO)))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
         .with_state(node)
 }
