@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
@@ -127,3 +128,25 @@ impl Fields<'_> {
         }
     }
 }
+
+impl From<PathRejection> for Error {
+    fn from(rejection: PathRejection) -> Self {
+        Error::bad_request(format!("invalid path: {}", rejection.body_text()))
+    }
+}
+
+impl From<QueryRejection> for Error {
+    fn from(rejection: QueryRejection) -> Self {
+        Error::bad_request(format!("invalid query string: {}", rejection.body_text()))
+    }
+}
+
+/// `axum::extract::Path` whose failures are the spec's 400 `GeneralError`.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(Error))]
+pub struct PathParams<T>(pub T);
+
+/// `axum::extract::Query` whose failures are the spec's 400 `GeneralError`.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(Error))]
+pub struct QueryParams<T>(pub T);

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::extract::Body;
+use super::extract::{Body, PathParams};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::node::Node;
@@ -67,7 +67,7 @@ pub async fn post(
 pub async fn log_entry(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Path(id): Path<String>,
+    PathParams(id): PathParams<String>,
 ) -> Result<Response> {
     let worker = node.clone();
     let org = caller.organization.clone();

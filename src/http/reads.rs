@@ -3,16 +3,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::extract::{PathParams, QueryParams};
 use crate::auth::Caller;
 use crate::error::Result;
 use crate::node::Node;
 use crate::views::{parse_limit, Scope};
 
-type Params = Query<HashMap<String, String>>;
+type Params = QueryParams<HashMap<String, String>>;
 
 fn scope(params: &HashMap<String, String>) -> Result<Scope> {
     Scope::parse(params.get("scope").map(String::as_str))
@@ -26,7 +27,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 pub async fn list(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Query(params): Params,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     let limit = parse_limit(params.get("limit").map(String::as_str))?;
@@ -42,8 +43,8 @@ pub async fn list(
 pub async fn view(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Path(id): Path<String>,
-    Query(params): Params,
+    PathParams(id): PathParams<String>,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     Ok(Json(
@@ -54,8 +55,8 @@ pub async fn view(
 pub async fn events(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Path(id): Path<String>,
-    Query(params): Params,
+    PathParams(id): PathParams<String>,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     entities(blocking(move || node.views.events(&caller, scope, &id)).await?)
@@ -64,8 +65,8 @@ pub async fn events(
 pub async fn documents(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Path(id): Path<String>,
-    Query(params): Params,
+    PathParams(id): PathParams<String>,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     entities(blocking(move || node.views.documents(&caller, scope, &id)).await?)
@@ -78,8 +79,8 @@ fn entities(items: Vec<Value>) -> Result<Json<Value>> {
 pub async fn document(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Path((id, document_id)): Path<(String, String)>,
-    Query(params): Params,
+    PathParams((id, document_id)): PathParams<(String, String)>,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     Ok(Json(
@@ -90,7 +91,7 @@ pub async fn document(
 pub async fn all_documents(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Query(params): Params,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     let limit = parse_limit(params.get("limit").map(String::as_str))?;
@@ -116,8 +117,8 @@ pub async fn all_documents(
 pub async fn find_document(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    Path(document_id): Path<String>,
-    Query(params): Params,
+    PathParams(document_id): PathParams<String>,
+    QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     let consignment = params.get("consignmentId").cloned();

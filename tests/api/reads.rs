@@ -304,6 +304,15 @@ async fn scope_is_validated_and_shared_is_empty_without_sharing() {
     assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
     let r = node.client.get(node.url(LIST)).send().await.unwrap();
     assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
+    // Undecodable path and query strings get the spec's error body too.
+    for path in [
+        format!("{LIST}/%FF%FE"),
+        format!("{LIST}/x/events?scope=%FF"),
+        format!("{LIST}?limit=%FF"),
+    ] {
+        let r = trader.get(&node, &path).await;
+        assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    }
 }
 
 #[tokio::test]
