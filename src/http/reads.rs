@@ -11,7 +11,7 @@ use super::extract::{PathParams, QueryParams};
 use crate::auth::Caller;
 use crate::error::Result;
 use crate::node::Node;
-use crate::views::{parse_limit, Scope};
+use crate::views::{parse_limit, Page, Scope};
 
 type Params = QueryParams<HashMap<String, String>>;
 
@@ -33,11 +33,7 @@ pub async fn list(
     let limit = parse_limit(params.get("limit").map(String::as_str))?;
     let cursor = params.get("cursor").cloned();
     let page = blocking(move || node.views.list(&caller, scope, limit, cursor.as_deref())).await?;
-    let mut body = json!({"entities": page.entities});
-    if let Some(c) = page.cursor {
-        body["cursor"] = json!(c);
-    }
-    Ok(Json(body))
+    Ok(page_body(page))
 }
 
 pub async fn view(
@@ -70,6 +66,15 @@ pub async fn documents(
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     entities(blocking(move || node.views.documents(&caller, scope, &id)).await?)
+}
+
+/// A list answer: `{entities, cursor?}`, the cursor only when more rows exist.
+fn page_body(page: Page) -> Json<Value> {
+    let mut body = json!({ "entities": page.entities });
+    if let Some(c) = page.cursor {
+        body["cursor"] = json!(c);
+    }
+    Json(body)
 }
 
 fn entities(items: Vec<Value>) -> Result<Json<Value>> {
@@ -107,11 +112,7 @@ pub async fn all_documents(
         )
     })
     .await?;
-    let mut body = json!({"entities": page.entities});
-    if let Some(c) = page.cursor {
-        body["cursor"] = json!(c);
-    }
-    Ok(Json(body))
+    Ok(page_body(page))
 }
 
 pub async fn find_document(

@@ -116,6 +116,10 @@ fn node(row: &QuerySolution, var: &str) -> Option<NamedNode> {
     }
 }
 
+fn org_term(caller: &Caller) -> Term {
+    NamedNode::new_unchecked(caller.organization.as_str()).into()
+}
+
 fn parse_json(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or(Value::Null)
 }
@@ -217,13 +221,7 @@ impl Views {
         let rows = self.queries.select(
             &self.store,
             "consignment_by_any_id",
-            &[
-                (
-                    "org",
-                    NamedNode::new_unchecked(caller.organization.as_str()).into(),
-                ),
-                ("key", literal(id)),
-            ],
+            &[("org", org_term(caller)), ("key", literal(id))],
         )?;
         let row = rows
             .first()
@@ -493,10 +491,7 @@ impl Views {
             &self.store,
             "document_by_id",
             &[
-                (
-                    "org",
-                    NamedNode::new_unchecked(caller.organization.as_str()).into(),
-                ),
+                ("org", org_term(caller)),
                 ("documentId", literal(document_id)),
             ],
         )?;
