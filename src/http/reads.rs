@@ -19,6 +19,15 @@ fn scope(params: &HashMap<String, String>) -> Result<Scope> {
     Scope::parse(params.get("scope").map(String::as_str))
 }
 
+/// `scope`, `limit` and `cursor` of a list read.
+fn list_params(params: &HashMap<String, String>) -> Result<(Scope, usize, Option<String>)> {
+    Ok((
+        scope(params)?,
+        parse_limit(params.get("limit").map(String::as_str))?,
+        params.get("cursor").cloned(),
+    ))
+}
+
 /// Runs a blocking read on the blocking pool: SPARQL over RocksDB does disk work.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f).await?
@@ -29,9 +38,7 @@ pub async fn list(
     caller: Caller,
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
-    let scope = scope(&params)?;
-    let limit = parse_limit(params.get("limit").map(String::as_str))?;
-    let cursor = params.get("cursor").cloned();
+    let (scope, limit, cursor) = list_params(&params)?;
     let page = blocking(move || node.views.list(&caller, scope, limit, cursor.as_deref())).await?;
     Ok(page_body(page))
 }
@@ -98,9 +105,7 @@ pub async fn all_documents(
     caller: Caller,
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
-    let scope = scope(&params)?;
-    let limit = parse_limit(params.get("limit").map(String::as_str))?;
-    let cursor = params.get("cursor").cloned();
+    let (scope, limit, cursor) = list_params(&params)?;
     let consignment = params.get("consignmentId").cloned();
     let page = blocking(move || {
         node.views.all_documents(

@@ -145,22 +145,31 @@ pub fn canonical_json(value: &Value) -> String {
     out
 }
 
+/// [`canonical_json`] of an object, without building a `Value` around it.
+pub fn canonical_object(map: &Map<String, Value>) -> String {
+    let mut out = String::new();
+    write_object(map, &mut out);
+    out
+}
+
+fn write_object(map: &Map<String, Value>, out: &mut String) {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_unstable();
+    out.push('{');
+    for (i, key) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(key.clone()).to_string());
+        out.push(':');
+        write_canonical(&map[key], out);
+    }
+    out.push('}');
+}
+
 fn write_canonical(value: &Value, out: &mut String) {
     match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(map, out),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {

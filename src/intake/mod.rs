@@ -142,7 +142,7 @@ impl Intake {
         let started_at = log::now();
         let t = Instant::now();
         let activity = activity::parse(body, &caller.organization)?;
-        let canonical = activity::canonical_json(&Value::Object(activity.document.clone()));
+        let canonical = activity::canonical_object(&activity.document);
         let digest = Sha256::digest(format!("{}\n{canonical}", caller.organization).as_bytes());
         let entry_id = hex::encode(&digest[..16]);
         let activity_hash = hex::encode(Sha256::digest(canonical.as_bytes()));
@@ -161,10 +161,7 @@ impl Intake {
         }
 
         let t = Instant::now();
-        let object_id = match activity.kind {
-            Kind::Create | Kind::Update => new_hex(),
-            Kind::Add => new_hex(),
-        };
+        let object_id = new_hex();
         let object_root: NamedOrBlankNode = match activity.kind {
             Kind::Create | Kind::Update => graphs::consignment(&object_id).into(),
             Kind::Add => graphs::minted(add_kind(&activity), &object_id).into(),

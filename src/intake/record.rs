@@ -365,17 +365,7 @@ impl Apply<'_> {
         }
         // The record's update time moves with every contribution.
         let index = graphs::consignment_index();
-        let updated: Vec<Quad> =
-            w.tx.quads_for_pattern(
-                Some(record.consignment.as_ref().into()),
-                Some(dsn("updated").as_ref()),
-                None,
-                Some(GraphName::NamedNode(index.clone()).as_ref()),
-            )
-            .collect::<Result<_, _>>()?;
-        for q in &updated {
-            w.tx.remove(q);
-        }
+        remove_quads(w.tx, &record.consignment, Some(&dsn("updated")), &index)?;
         w.add(
             record.consignment.clone(),
             dsn("updated"),
@@ -388,17 +378,14 @@ impl Apply<'_> {
     }
 
     fn created_of(&self, tx: &Transaction<'_>, record: &Record) -> Result<String> {
-        let index = graphs::consignment_index();
-        let created = dsn("created");
-        let found = tx
-            .quads_for_pattern(
-                Some(record.consignment.as_ref().into()),
-                Some(created.as_ref()),
-                None,
-                Some(GraphName::NamedNode(index).as_ref()),
-            )
-            .next()
-            .transpose()?;
+        let found = subject_quads(
+            tx,
+            &record.consignment,
+            Some(&dsn("created")),
+            &graphs::consignment_index(),
+        )?
+        .into_iter()
+        .next();
         Ok(match found.map(|q| q.object) {
             Some(Term::Literal(l)) => l.value().to_owned(),
             _ => log::now(),
@@ -612,11 +599,7 @@ fn latest_status(
         "status",
         &format!("{}:{}", record.aig_hex, graphs::org_key(org)),
     );
-    let g = GraphName::NamedNode(graph.clone());
-    let subject: NamedOrBlankNode = status.clone().into();
-    let old: Vec<Quad> =
-        w.tx.quads_for_pattern(Some(subject.as_ref()), None, None, Some(g.as_ref()))
-            .collect::<Result<_, _>>()?;
+    let old = subject_quads(w.tx, &status, None, graph)?;
     let newer = old.iter().all(|q| {
         q.predicate != dsn("latestAt")
             || match &q.object {
@@ -685,28 +668,43 @@ fn remove_description(tx: &mut Transaction<'_>, record: &Record) -> Result<()> {
     for quad in &doomed {
         tx.remove(quad);
     }
-    let index = GraphName::NamedNode(graphs::consignment_index());
-    let subject: NamedOrBlankNode = record.consignment.clone().into();
-    let old: Vec<Quad> = tx
-        .quads_for_pattern(Some(subject.as_ref()), None, None, Some(index.as_ref()))
-        .collect::<Result<_, _>>()?;
-    for quad in &old {
-        tx.remove(quad);
+    remove_quads(tx, &record.consignment, None, &graphs::consignment_index())
+}
+
+/// The quads of `subject` (with `predicate`, when given) in `graph`, as the transaction sees them.
+fn subject_quads(
+    tx: &Transaction<'_>,
+    subject: &NamedNode,
+    predicate: Option<&NamedNode>,
+    graph: &NamedNode,
+) -> Result<Vec<Quad>> {
+    let g = GraphName::NamedNode(graph.clone());
+    Ok(tx
+        .quads_for_pattern(
+            Some(subject.as_ref().into()),
+            predicate.map(NamedNode::as_ref),
+            None,
+            Some(g.as_ref()),
+        )
+        .collect::<Result<_, _>>()?)
+}
+
+/// Removes the quads of `subject` (with `predicate`, when given) from `graph`.
+fn remove_quads(
+    tx: &mut Transaction<'_>,
+    subject: &NamedNode,
+    predicate: Option<&NamedNode>,
+    graph: &NamedNode,
+) -> Result<()> {
+    for quad in subject_quads(tx, subject, predicate, graph)? {
+        tx.remove(&quad);
     }
     Ok(())
 }
 
 /// Removes a (failed) log entry before it is written anew.
 pub fn remove_entry(tx: &mut Transaction<'_>, graph: &NamedNode, log: &NamedNode) -> Result<()> {
-    let g = GraphName::NamedNode(graph.clone());
-    let subject: NamedOrBlankNode = log.clone().into();
-    let old: Vec<Quad> = tx
-        .quads_for_pattern(Some(subject.as_ref()), None, None, Some(g.as_ref()))
-        .collect::<Result<_, _>>()?;
-    for quad in &old {
-        tx.remove(quad);
-    }
-    Ok(())
+    remove_quads(tx, log, None, graph)
 }
 
 /// Writes a log entry in the organisation's activity graph.
