@@ -22,6 +22,9 @@ pub enum Error {
     /// 404 `GeneralError`. The message never says whether the resource exists for someone else.
     #[error("{0}")]
     NotFound(String),
+    /// 409 `GeneralError`: the resource already exists (a policy uid).
+    #[error("{0}")]
+    Conflict(String),
     /// 405 `GeneralError`.
     #[error("method not allowed on this path")]
     MethodNotAllowed,

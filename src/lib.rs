@@ -10,6 +10,7 @@
 //! - [`auth`]: API keys, login (argon2id, throttling) and sessions (HS256 JWT) → [`auth::Caller`].
 //! - [`intake`]: inbox activities → JSON-LD expansion → shapes → ports → store transaction.
 //! - [`accounts`]: organisations, users and API key hashes in the system accounts graph.
+//! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
 //! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`.
@@ -24,6 +25,7 @@ pub mod identity;
 pub mod intake;
 pub mod node;
 pub mod secrets;
+pub mod sharing;
 pub mod store;
 pub mod views;
 pub mod vocab;
@@ -54,6 +56,11 @@ pub async fn run(
     let node = tokio::task::spawn_blocking(move || Node::open(config, &base_url)).await??;
     let node = Arc::new(node);
     tracing::info!(%addr, "listening");
+    let closing = node.clone();
+    let shutdown = async move {
+        shutdown.await;
+        closing.closing.send_replace(true);
+    };
     axum::serve(
         listener,
         http::router(node.clone()).into_make_service_with_connect_info::<SocketAddr>(),

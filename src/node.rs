@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::identity::NodeIdentity;
 use crate::intake::Intake;
 use crate::secrets;
+use crate::sharing::Sharing;
 use crate::store::{Queries, Store};
 use crate::views::codes::CodeLists;
 use crate::views::listing::Listing;
@@ -26,6 +27,10 @@ pub struct Node {
     pub auth: Auth,
     pub intake: Intake,
     pub views: Views,
+    pub sharing: Arc<Sharing>,
+    /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
+    /// end, so the graceful shutdown does not wait for them forever.
+    pub closing: tokio::sync::watch::Sender<bool>,
 }
 
 impl Node {
@@ -76,16 +81,32 @@ impl Node {
         )?;
         let codes = Arc::new(CodeLists::load()?);
         let listing = Arc::new(Listing::load(&store, &queries)?);
+        let countries = Arc::new(crate::intake::load_countries()?);
+        let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
+        let sharing = Arc::new(Sharing::open(
+            store.clone(),
+            queries.clone(),
+            countries,
+            identity.base_url(),
+            &cursor_key,
+        )?);
         let intake = Intake::new(
             store.clone(),
             queries.clone(),
             identity.clone(),
             codes.clone(),
             listing.clone(),
+            sharing.clone(),
             credential_secret.as_bytes(),
         )?;
-        let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
-        let views = Views::new(store.clone(), queries.clone(), codes, listing, &cursor_key);
+        let views = Views::new(
+            store.clone(),
+            queries.clone(),
+            codes,
+            listing,
+            sharing.clone(),
+            &cursor_key,
+        );
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
             config,
@@ -96,6 +117,8 @@ impl Node {
             auth,
             intake,
             views,
+            sharing,
+            closing: tokio::sync::watch::channel(false).0,
         })
     }
 }

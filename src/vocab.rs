@@ -13,3 +13,6 @@ pub fn dsn(local: &str) -> NamedNode {
 pub fn xsd(local: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{XSD}{local}"))
 }
+
+/// Datatype of the JSON payloads the node keeps as literals.
+pub const RDF_JSON: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON";

@@ -29,6 +29,7 @@ impl IntoResponse for Error {
                 .into_response(),
             Error::Forbidden(_) => general(StatusCode::FORBIDDEN, message, Map::new()),
             Error::NotFound(_) => general(StatusCode::NOT_FOUND, message, Map::new()),
+            Error::Conflict(_) => general(StatusCode::CONFLICT, message, Map::new()),
             Error::MethodNotAllowed => general(StatusCode::METHOD_NOT_ALLOWED, message, Map::new()),
             Error::PayloadTooLarge { limit } => {
                 let mut properties = Map::new();

@@ -7,6 +7,7 @@ pub mod extract;
 mod inbox;
 mod ops;
 mod reads;
+mod sharing;
 
 use std::sync::Arc;
 
@@ -58,6 +59,22 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/documents/{document_id}",
             get(reads::find_document),
+        )
+        .route(
+            "/supply-chain/data-space/policies",
+            get(sharing::list_policies).post(sharing::create_policy),
+        )
+        .route(
+            "/supply-chain/data-space/policies/{uid}",
+            get(sharing::get_policy).delete(sharing::delete_policy),
+        )
+        .route(
+            "/supply-chain/data-space/notifications",
+            get(sharing::notifications),
+        )
+        .route(
+            "/supply-chain/data-space/notifications/stream",
+            get(sharing::stream),
         )
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

@@ -19,17 +19,24 @@ fn scope(params: &HashMap<String, String>) -> Result<Scope> {
     Scope::parse(params.get("scope").map(String::as_str))
 }
 
-/// `scope`, `limit` and `cursor` of a list read.
-fn list_params(params: &HashMap<String, String>) -> Result<(Scope, usize, Option<String>)> {
+/// `limit` and `cursor` of any paged read.
+pub(super) fn paging(params: &HashMap<String, String>) -> Result<(usize, Option<String>)> {
     Ok((
-        scope(params)?,
         parse_limit(params.get("limit").map(String::as_str))?,
         params.get("cursor").cloned(),
     ))
 }
 
+/// `scope`, `limit` and `cursor` of a list read.
+fn list_params(params: &HashMap<String, String>) -> Result<(Scope, usize, Option<String>)> {
+    let (limit, cursor) = paging(params)?;
+    Ok((scope(params)?, limit, cursor))
+}
+
 /// Runs a blocking read on the blocking pool: SPARQL over RocksDB does disk work.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f).await?
 }
 
@@ -76,7 +83,7 @@ pub async fn documents(
 }
 
 /// A list answer: `{entities, cursor?}`, the cursor only when more rows exist.
-fn page_body(page: Page) -> Json<Value> {
+pub(super) fn page_body(page: Page) -> Json<Value> {
     let mut body = json!({ "entities": page.entities });
     if let Some(c) = page.cursor {
         body["cursor"] = json!(c);

@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
+use crate::sharing::{Effects, Sharing};
 use crate::store::{graphs, Queries, Store};
 use crate::views::codes::CodeLists;
 use crate::views::listing::{self, Listing};
@@ -56,13 +57,14 @@ pub struct Outcome {
 pub struct Intake {
     contexts: Contexts,
     shapes: Shapes,
-    countries: HashSet<String>,
+    countries: Arc<HashSet<String>>,
     store: Arc<Store>,
     queries: Arc<Queries>,
     identity: Arc<NodeIdentity>,
     credentials: record::Credentials,
     codes: Arc<CodeLists>,
     listing: Arc<Listing>,
+    sharing: Arc<Sharing>,
 }
 
 const SHAPE: &str = "https://w3id.org/dataspace-node/shapes#";
@@ -109,6 +111,7 @@ impl Intake {
         identity: Arc<NodeIdentity>,
         codes: Arc<CodeLists>,
         listing: Arc<Listing>,
+        sharing: Arc<Sharing>,
         credential_key: &[u8],
     ) -> Result<Self> {
         let contexts = load_contexts()?;
@@ -117,13 +120,14 @@ impl Intake {
         Ok(Self {
             contexts,
             shapes,
-            countries: load_countries()?,
+            countries: sharing.countries(),
             store,
             queries,
             credentials: record::Credentials::new(credential_key, identity.node_did()),
             identity,
             codes,
             listing,
+            sharing,
         })
     }
 
@@ -171,7 +175,13 @@ impl Intake {
         timings.expand = t.elapsed();
 
         let t = Instant::now();
-        let failures = self.check(&activity, &expansion, &roots);
+        let activity_node: NamedOrBlankNode = activity_root.clone().into();
+        let failures = self.check(
+            &activity,
+            &expansion,
+            &roots,
+            &[&object_root, &activity_node],
+        );
         let ports = match activity.kind {
             Kind::Create | Kind::Update => ports::derive(activity.object(), &self.countries),
             Kind::Add => Ports::default(),
@@ -183,11 +193,12 @@ impl Intake {
         let activities_graph = graphs::activities(&caller.organization);
         let generator = self.identity.node_did();
         let now = log::now();
-        let (entry, created) = self.store.write(|tx| {
+        let write = |tx: &mut oxigraph::store::Transaction<'_>| {
+            let mut effects = Effects::default();
             // Checked again under the writer lock: two identical posts racing apply once.
             let previous = self.entry_in(tx, &activities_graph, &log_node)?;
             if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
-                return Ok((existing.clone(), false));
+                return Ok((existing.clone(), false, effects));
             }
             if previous.is_some() {
                 record::remove_entry(tx, &activities_graph, &log_node)?;
@@ -206,9 +217,10 @@ impl Intake {
                     credentials: &self.credentials,
                     queries: &self.queries,
                     codes: &self.codes,
+                    sharing: &self.sharing,
                     now: &now,
                 };
-                apply.run(tx)?
+                apply.run(tx, &mut effects)?
             } else {
                 Err(TaskError::validation(&failures))
             };
@@ -220,16 +232,24 @@ impl Intake {
                 outcome,
             );
             record::write_entry(tx, &activities_graph, &log_node, &entry)?;
-            Ok((entry, true))
+            Ok((entry, true, effects))
+        };
+        let (entry, created, _) = self.store.write_then(write, |(entry, created, effects)| {
+            // Committed: the new consignment joins its organisation's list order, routing's
+            // shares and notifications their indexes — still under the writer lock, so in
+            // commit order.
+            if !*created || entry.failed() {
+                return;
+            }
+            if activity.kind == Kind::Create {
+                if let Some(ms) = listing::millis(&now) {
+                    self.listing
+                        .insert(&caller.organization, (ms, format!("aig:{object_id}")));
+                }
+            }
+            self.sharing.committed(effects);
         })?;
         timings.store = t.elapsed();
-        // Committed: the new consignment joins its organisation's list order.
-        if created && !entry.failed() && activity.kind == Kind::Create {
-            if let Some(ms) = listing::millis(&now) {
-                self.listing
-                    .insert(&caller.organization, (ms, format!("aig:{object_id}")));
-            }
-        }
         Ok(Outcome {
             entry,
             created,
@@ -266,7 +286,13 @@ impl Intake {
         Ok((expander.finish(), roots))
     }
 
-    fn check(&self, activity: &Activity, expansion: &Expansion, roots: &Roots) -> Vec<Failure> {
+    fn check(
+        &self,
+        activity: &Activity,
+        expansion: &Expansion,
+        roots: &Roots,
+        minted: &[&NamedOrBlankNode],
+    ) -> Vec<Failure> {
         let index = Index::new(expansion);
         let mut failures = Vec::new();
         let object_root = object_subject(expansion, &roots.activity);
@@ -308,6 +334,7 @@ impl Intake {
                 ),
             }),
         }
+        reserved_iris(expansion, minted, &mut failures);
         if let Some(actor) = &roots.actor {
             self.shapes.validate(
                 &index,
@@ -378,6 +405,43 @@ fn entry_of(row: &oxigraph::sparql::QuerySolution) -> Result<Entry> {
     match row.get("entry") {
         Some(Term::Literal(l)) => serde_json::from_str(l.value()).map_err(Error::internal),
         _ => Err(Error::internal("log entry without JSON")),
+    }
+}
+
+/// The node's own namespaces are its bookkeeping: the reads trust `dsn:contributor`,
+/// `dsn:consignment` and the minted `urn:dataspace-node:` nodes to be written by the node only.
+/// A caller who could send them could make its data pose as another organisation's, so any
+/// IRI in them, other than the roots the node minted for this activity, fails the activity.
+fn reserved_iris(expansion: &Expansion, minted: &[&NamedOrBlankNode], out: &mut Vec<Failure>) {
+    let allowed = |iri: &oxigraph::model::NamedNode| {
+        let node = NamedOrBlankNode::from(iri.clone());
+        let reserved = iri.as_str().starts_with(graphs::MINTED_PREFIX)
+            || iri.as_str().starts_with("https://w3id.org/dataspace-node/");
+        !reserved || minted.contains(&&node)
+    };
+    let mut seen = HashSet::new();
+    for t in &expansion.triples {
+        let subject = match &t.subject {
+            NamedOrBlankNode::NamedNode(s) => Some(s),
+            NamedOrBlankNode::BlankNode(_) => None,
+        };
+        let object = match &t.object {
+            Term::NamedNode(o) => Some(o),
+            _ => None,
+        };
+        for iri in [subject, Some(&t.predicate), object].into_iter().flatten() {
+            if !allowed(iri) && seen.insert(iri.as_str().to_owned()) {
+                out.push(Failure {
+                    path: "object".into(),
+                    constraint: "reserved IRI".into(),
+                    value: Some(iri.as_str().to_owned()),
+                    message: format!(
+                        "{} is in the node's own namespace; activities cannot use it",
+                        iri.as_str()
+                    ),
+                });
+            }
+        }
     }
 }
 

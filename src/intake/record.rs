@@ -22,6 +22,8 @@ use super::ports::{string_value, Port, Ports};
 use super::{literal, new_hex};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
+use crate::sharing::policy::Facts;
+use crate::sharing::{Effects, Routed, Sharing};
 use crate::store::{graphs, Queries};
 use crate::views::codes::CodeLists;
 use crate::vocab::{dsn, xsd};
@@ -59,6 +61,7 @@ impl Credentials {
 /// A consignment record from the system index.
 struct Record {
     consignment: NamedNode,
+    publisher: String,
     aig_hex: String,
     graph: NamedNode,
     global_id: String,
@@ -78,6 +81,7 @@ pub struct Apply<'a> {
     pub credentials: &'a Credentials,
     pub queries: &'a Queries,
     pub codes: &'a CodeLists,
+    pub sharing: &'a Sharing,
     /// The time the record takes (created/updated/recorded), decided once per activity.
     pub now: &'a str,
 }
@@ -125,10 +129,15 @@ fn json_literal(v: &Value) -> Term {
 impl Apply<'_> {
     /// `Ok(Ok(statements))` when applied, `Ok(Err(task error))` when the activity cannot be
     /// applied (nothing written), `Err` for internal failures.
-    pub fn run(&self, tx: &mut Transaction<'_>) -> Result<Result<i64, TaskError>> {
+    /// Routing's changes to in-memory indexes go to `effects`, applied after the commit.
+    pub fn run(
+        &self,
+        tx: &mut Transaction<'_>,
+        effects: &mut Effects,
+    ) -> Result<Result<i64, TaskError>> {
         match self.activity.kind {
-            Kind::Create => self.create(tx),
-            Kind::Update => self.update(tx),
+            Kind::Create => self.create(tx, effects),
+            Kind::Update => self.update(tx, effects),
             Kind::Add => self.add(tx),
         }
     }
@@ -137,10 +146,20 @@ impl Apply<'_> {
         &self.caller.organization
     }
 
+    /// One of the caller organisation's own consignments, by globalId or identifier.
     fn lookup(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
+        self.find(tx, "consignment_by_key", key)
+    }
+
+    /// A consignment another organisation shared with the caller's, by globalId or identifier.
+    fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
+        self.find(tx, "consignment_shared_by_key", key)
+    }
+
+    fn find(&self, tx: &Transaction<'_>, query: &str, key: &str) -> Result<Option<Record>> {
         let rows = self.queries.select_in(
             tx,
-            "consignment_by_key",
+            query,
             &[
                 ("org", NamedNode::new_unchecked(self.org()).into()),
                 ("key", literal(key)),
@@ -158,6 +177,9 @@ impl Apply<'_> {
             let aig = text("aig")?;
             Some(Record {
                 consignment: node("record")?,
+                publisher: node("publisher")
+                    .map(NamedNode::into_string)
+                    .unwrap_or_else(|| self.org().to_owned()),
                 aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
                 graph: node("graph")?,
                 global_id: text("globalId")?,
@@ -234,7 +256,11 @@ impl Apply<'_> {
         (object, rest)
     }
 
-    fn create(&self, tx: &mut Transaction<'_>) -> Result<Result<i64, TaskError>> {
+    fn create(
+        &self,
+        tx: &mut Transaction<'_>,
+        effects: &mut Effects,
+    ) -> Result<Result<i64, TaskError>> {
         let (global_id, identifier) = self.ids();
         if self.lookup(tx, &global_id)?.is_some() {
             return Ok(Err(TaskError::conflict(format!(
@@ -249,6 +275,7 @@ impl Apply<'_> {
         let aig = self.object_id;
         let record = Record {
             consignment: graphs::consignment(aig),
+            publisher: self.org().to_owned(),
             aig_hex: aig.to_owned(),
             graph: graphs::contribution(aig, self.org()),
             global_id,
@@ -269,10 +296,38 @@ impl Apply<'_> {
             &now,
         );
         self.activity_graph(&mut w, &rest, &record)?;
-        Ok(Ok(w.written))
+        let written = w.written;
+        self.route(tx, &record, &now, &now, effects)?;
+        Ok(Ok(written))
     }
 
-    fn update(&self, tx: &mut Transaction<'_>) -> Result<Result<i64, TaskError>> {
+    /// Shares the consignment as the policies say for its (new) ports.
+    fn route(
+        &self,
+        tx: &mut Transaction<'_>,
+        record: &Record,
+        created: &str,
+        now: &str,
+        effects: &mut Effects,
+    ) -> Result<()> {
+        let routed = Routed {
+            consignment: &record.consignment,
+            aig_hex: &record.aig_hex,
+            global_id: &record.global_id,
+            identifier: &record.identifier,
+            publisher: self.org(),
+            created,
+            graph: &record.graph,
+        };
+        self.sharing
+            .route(tx, &routed, &facts(self.ports), now, effects)
+    }
+
+    fn update(
+        &self,
+        tx: &mut Transaction<'_>,
+        effects: &mut Effects,
+    ) -> Result<Result<i64, TaskError>> {
         let (global_id, identifier) = self.ids();
         let found = match self.lookup(tx, &global_id)? {
             Some(r) => Some(r),
@@ -294,6 +349,7 @@ impl Apply<'_> {
         }
         let created = self.created_of(tx, &old)?;
         let now = self.now.to_owned();
+        let old_facts = stored_facts(tx, &old)?;
         remove_description(tx, &old)?;
         let record = Record {
             global_id,
@@ -308,7 +364,12 @@ impl Apply<'_> {
         let aig_id = format!("aig:{}", record.aig_hex);
         self.system_event(&mut w, &record, &record.graph, "Consignment", &aig_id, &now);
         self.activity_graph(&mut w, &rest, &record)?;
-        Ok(Ok(w.written))
+        let written = w.written;
+        // Only a change of ports routes again; grants already given stay (see `sharing`).
+        if old_facts != facts(self.ports) {
+            self.route(tx, &record, &created, &now, effects)?;
+        }
+        Ok(Ok(written))
     }
 
     fn add(&self, tx: &mut Transaction<'_>) -> Result<Result<i64, TaskError>> {
@@ -318,7 +379,11 @@ impl Apply<'_> {
             .and_then(|t| string_value(t.get("globalId")))
             .unwrap_or_default()
             .to_owned();
-        let Some(record) = self.lookup(tx, &target_key)? else {
+        let found = match self.lookup(tx, &target_key)? {
+            Some(own) => Some(own),
+            None => self.lookup_shared(tx, &target_key)?,
+        };
+        let Some(record) = found else {
             return Ok(Err(TaskError::not_found(format!(
                 "no consignment with globalId {target_key:?} is available to your organisation"
             ))));
@@ -334,6 +399,10 @@ impl Apply<'_> {
         };
         let graph = graphs::contribution(&record.aig_hex, self.org());
         let now = self.now.to_owned();
+        if record.publisher != self.org() {
+            // A circle member's contribution: the views find its graph through this.
+            Sharing::add_contributor(tx, &record.consignment, self.org());
+        }
         let (triples, rest) = self.split(self.object_root);
         let mut w = Writer { tx, written: 0 };
         w.triples(&triples, &graph);
@@ -583,6 +652,37 @@ impl Apply<'_> {
         );
         Ok(())
     }
+}
+
+/// The facts routing matches on, from freshly derived ports.
+fn facts(ports: &Ports) -> Facts {
+    let code = |p: &Option<Port>| p.as_ref().and_then(|p| p.code.clone());
+    let country = |p: &Option<Port>| p.as_ref().and_then(|p| p.country.clone());
+    Facts {
+        entry_country: country(&ports.entry),
+        exit_country: country(&ports.exit),
+        entry: code(&ports.entry),
+        exit: code(&ports.exit),
+    }
+}
+
+/// The same facts as the stored summary has them (before an update replaces it).
+fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<Facts> {
+    let mut facts = Facts::default();
+    for q in subject_quads(tx, &graphs::summary(&record.aig_hex), None, &record.graph)? {
+        let Term::Literal(value) = &q.object else {
+            continue;
+        };
+        let slot = match q.predicate.as_str().strip_prefix(crate::vocab::DSN) {
+            Some("portOfEntryCode") => &mut facts.entry,
+            Some("portOfExitCode") => &mut facts.exit,
+            Some("portOfEntryCountry") => &mut facts.entry_country,
+            Some("portOfExitCountry") => &mut facts.exit_country,
+            _ => continue,
+        };
+        *slot = Some(value.value().to_owned());
+    }
+    Ok(facts)
 }
 
 /// Keeps the latest event (by occurrence time) of one contributor per consignment on a status

@@ -23,6 +23,29 @@ pub fn consignment_index() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}consignments"))
 }
 
+/// Grants (which policy shared which consignment with whom), circle membership
+/// (`dsn:sharedWith`) and co-contributors (`dsn:contributor`) of consignment records.
+pub fn sharing() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}sharing"))
+}
+
+/// One ODRL policy, in a graph of its own so deleting it is dropping the graph.
+pub fn policy(uid: &str) -> NamedNode {
+    use sha2::{Digest, Sha256};
+    NamedNode::new_unchecked(format!(
+        "{SYSTEM}policy:{}",
+        hex::encode(&Sha256::digest(uid.as_bytes())[..16])
+    ))
+}
+
+/// The notifications an organisation received.
+pub fn notifications(org_did: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!(
+        "urn:dataspace-node:notifications:{}",
+        org_key(org_did)
+    ))
+}
+
 /// A short stable key for an organisation DID: its id segment for this node's organisations.
 pub fn org_key(org_did: &str) -> String {
     match org_did.rsplit_once(":org:") {

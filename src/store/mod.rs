@@ -40,12 +40,25 @@ impl Store {
     /// Runs `f` inside one transaction while holding the writer lock and commits it when `f`
     /// returns `Ok`. Nothing of a failed `f` is written. Blocking: call it off the async threads.
     pub fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        self.write_then(f, |_| {})
+    }
+
+    /// [`Store::write`], then `committed` with `f`'s result while the writer lock is still held.
+    /// In-memory indexes that mirror the store (list order, policies, notification sequence)
+    /// are updated there, so they change in commit order: a reader never sees a later commit's
+    /// entry without the earlier ones.
+    pub fn write_then<T>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>) -> Result<T>,
+        committed: impl FnOnce(&T),
+    ) -> Result<T> {
         // A poisoned lock only means another writer panicked; its transaction was never
         // committed, so the store is consistent and the lock can be taken over.
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut tx = self.db.start_transaction()?;
         let out = f(&mut tx)?;
         tx.commit()?;
+        committed(&out);
         Ok(out)
     }
 

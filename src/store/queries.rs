@@ -10,52 +10,33 @@ use oxigraph::store::Transaction;
 use super::Store;
 use crate::error::{Error, Result};
 
+macro_rules! sources {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../../queries/", $name, ".rq")))),*]
+    };
+}
+
 /// Every query file of `queries/`, by name. A test checks this list against the directory.
-pub const SOURCES: &[(&str, &str)] = &[
-    (
-        "user_by_email",
-        include_str!("../../queries/user_by_email.rq"),
-    ),
-    (
-        "organization_keys",
-        include_str!("../../queries/organization_keys.rq"),
-    ),
-    (
-        "organization_exists",
-        include_str!("../../queries/organization_exists.rq"),
-    ),
-    (
-        "consignment_by_key",
-        include_str!("../../queries/consignment_by_key.rq"),
-    ),
-    (
-        "activity_log_entry",
-        include_str!("../../queries/activity_log_entry.rq"),
-    ),
-    (
-        "consignment_records",
-        include_str!("../../queries/consignment_records.rq"),
-    ),
-    (
-        "consignment_summary",
-        include_str!("../../queries/consignment_summary.rq"),
-    ),
-    (
-        "consignment_by_any_id",
-        include_str!("../../queries/consignment_by_any_id.rq"),
-    ),
-    (
-        "consignment_parts",
-        include_str!("../../queries/consignment_parts.rq"),
-    ),
-    (
-        "documents_page",
-        include_str!("../../queries/documents_page.rq"),
-    ),
-    (
-        "document_by_id",
-        include_str!("../../queries/document_by_id.rq"),
-    ),
+pub const SOURCES: &[(&str, &str)] = sources![
+    "user_by_email",
+    "organization_keys",
+    "organization_exists",
+    "consignment_by_key",
+    "consignment_shared_by_key",
+    "activity_log_entry",
+    "consignment_records",
+    "consignment_summary",
+    "consignment_by_any_id",
+    "consignment_parts",
+    "documents_page",
+    "shared_documents_page",
+    "document_by_id",
+    "shared_document_by_id",
+    "policies",
+    "grants_of_policy",
+    "grant_remains",
+    "shared_records",
+    "notification_numbers",
 ];
 
 pub struct Queries {
@@ -118,6 +99,11 @@ impl Queries {
         bindings: &[(&str, Term)],
     ) -> Result<Vec<QuerySolution>> {
         solutions(self.bind(name, bindings)?.on_store(store.db()).execute()?)
+    }
+
+    /// Runs an ASK query with `bindings` on the committed store. Blocking.
+    pub fn ask(&self, store: &Store, name: &str, bindings: &[(&str, Term)]) -> Result<bool> {
+        boolean(self.bind(name, bindings)?.on_store(store.db()).execute()?)
     }
 
     /// Runs an ASK query with `bindings` inside a write transaction (sees its own writes).

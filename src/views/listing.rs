@@ -55,6 +55,17 @@ impl Listing {
             .insert(key);
     }
 
+    pub fn remove(&self, org: &str, key: &Key) {
+        if let Some(keys) = self
+            .by_org
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(org)
+        {
+            keys.remove(key);
+        }
+    }
+
     /// Up to `n` keys of `org`, newest first, strictly after `after` when given.
     pub fn page(&self, org: &str, after: Option<&Key>, n: usize) -> Vec<Key> {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());

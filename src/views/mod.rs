@@ -1,9 +1,16 @@
 //! Read views: SPARQL queries from `queries/*.rq` → the spec's JSON shapes.
 //!
-//! Every read is limited to what the caller may read in the requested scope: `own` is the
-//! caller's organisation's records and contribution graphs; `shared` is what other
-//! organisations shared with it (filled by the sharing rules; empty until then); `all` is the
-//! union, with the caller's own copy winning on duplicates.
+//! Every read is limited to what the caller may read in the requested scope, decided per
+//! consignment as a set of contribution graphs:
+//! - `own`: the caller organisation's own contribution (its description when it published the
+//!   consignment, the events and documents it added);
+//! - `shared`: when the caller is in the consignment's circle (it published it, or a grant
+//!   shared it with it), every other member's contribution — the publisher's description for a
+//!   grantee, partners' events, documents and system events for everyone;
+//! - `all`: both, merged; the caller's own copy wins on duplicates.
+//!
+//! A consignment whose scope gives no graph is "not found", with the same message as one that
+//! does not exist.
 //!
 //! - [`summary`]: ConsignmentSummary columns, built at intake.
 //! - [`codes`]: code list labels.
@@ -23,7 +30,8 @@ use serde_json::{json, Map, Value};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::intake::literal;
-use crate::store::{Queries, Store};
+use crate::sharing::Sharing;
+use crate::store::{graphs, Queries, Store};
 use codes::CodeLists;
 use cursor::{Cursors, Position};
 use listing::Listing;
@@ -62,6 +70,10 @@ impl Scope {
     fn includes_own(self) -> bool {
         matches!(self, Scope::Own | Scope::All)
     }
+
+    fn includes_shared(self) -> bool {
+        matches!(self, Scope::Shared | Scope::All)
+    }
 }
 
 /// `limit` as the spec has it: a string; default 20, 1 to 100.
@@ -88,9 +100,12 @@ pub struct Page {
 pub struct Visible {
     pub record: NamedNode,
     pub aig: String,
+    /// The publisher's contribution graph (the description).
     pub graph: NamedNode,
     pub created: String,
     pub updated: String,
+    /// The contribution graphs the scope lets the caller read.
+    pub graphs: Vec<NamedNode>,
 }
 
 pub struct Views {
@@ -99,6 +114,7 @@ pub struct Views {
     codes: Arc<CodeLists>,
     cursors: Cursors,
     listing: Arc<Listing>,
+    sharing: Arc<Sharing>,
 }
 
 fn text(row: &QuerySolution, var: &str) -> Option<String> {
@@ -132,6 +148,7 @@ impl Views {
         queries: Arc<Queries>,
         codes: Arc<CodeLists>,
         listing: Arc<Listing>,
+        sharing: Arc<Sharing>,
         cursor_key: &[u8],
     ) -> Self {
         Self {
@@ -140,10 +157,13 @@ impl Views {
             codes,
             cursors: Cursors::new(cursor_key),
             listing,
+            sharing,
         }
     }
 
-    /// `GET /consignments`. Blocking.
+    /// `GET /consignments`: the caller's consignments (`own`), those shared with it
+    /// (`shared`) or both merged newest first, a shared row dropped when the caller has its own
+    /// consignment with that identifier (`all`). Blocking.
     pub fn list(
         &self,
         caller: &Caller,
@@ -152,40 +172,63 @@ impl Views {
         cursor: Option<&str>,
     ) -> Result<Page> {
         let org = &caller.organization;
-        let after = cursor
-            .map(|c| self.cursors.decode(c, "consignments", org, scope.as_str()))
-            .transpose()?;
-        if !scope.includes_own() {
-            // Nothing is shared with anyone until the sharing rules grant it.
-            return Ok(Page {
-                entities: Vec::new(),
-                cursor: None,
-            });
-        }
-        let after_key = match &after {
-            Some(p) => Some((
-                listing::millis(&p.at)
-                    .ok_or_else(|| Error::invalid_field("cursor", "bad position"))?,
-                p.id.clone(),
-            )),
+        let mut after = match cursor {
+            Some(c) => {
+                let p = self
+                    .cursors
+                    .decode(c, "consignments", org, scope.as_str())?;
+                let ms = listing::millis(&p.at)
+                    .ok_or_else(|| Error::invalid_field("cursor", "bad position"))?;
+                Some((ms, p.id))
+            }
             None => None,
         };
-        let keys = self.listing.page(org, after_key.as_ref(), limit + 1);
-        let more = keys.len() > limit;
         let mut rows = Vec::with_capacity(limit);
-        for (_, aig) in keys.iter().take(limit) {
-            rows.extend(self.summary_row_of(org, aig)?);
+        let mut last = None;
+        let mut more = false;
+        // Both sources are in list order, so the next `limit + 1` keys of the merge are among
+        // the next `limit + 1` of each; dropped duplicates only mean another round.
+        'scan: loop {
+            let mut keys: Vec<(listing::Key, bool)> = Vec::new();
+            if scope.includes_own() {
+                let own = self.listing.page(org, after.as_ref(), limit + 1);
+                keys.extend(own.into_iter().map(|k| (k, true)));
+            }
+            if scope.includes_shared() {
+                let shared = self.sharing.shared_page(org, after.as_ref(), limit + 1);
+                keys.extend(shared.into_iter().map(|k| (k, false)));
+            }
+            if keys.is_empty() {
+                break;
+            }
+            keys.sort_by(|a, b| b.0.cmp(&a.0));
+            keys.truncate(limit + 1);
+            for (key, own) in keys {
+                after = Some(key.clone());
+                let row = if own {
+                    self.summary_row_of(org, &key.1)?
+                } else {
+                    self.shared_row(org, &key.1, scope == Scope::All)?
+                };
+                let Some(row) = row else { continue };
+                if rows.len() == limit {
+                    more = true;
+                    break 'scan;
+                }
+                rows.push(row);
+                last = Some(key);
+            }
         }
-        let cursor = match (more, keys.get(limit - 1)) {
+        let cursor = match (more, last) {
             (true, Some((ms, aig))) => Some(
                 self.cursors.encode(&Position {
                     list: "consignments".into(),
                     org: org.clone(),
                     scope: scope.as_str().into(),
-                    at: chrono::DateTime::from_timestamp_millis(*ms)
+                    at: chrono::DateTime::from_timestamp_millis(ms)
                         .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
                         .unwrap_or_default(),
-                    id: aig.clone(),
+                    id: aig,
                 }),
             ),
             _ => None,
@@ -194,9 +237,56 @@ impl Views {
         Ok(Page { entities, cursor })
     }
 
+    /// The list row of a consignment shared with `org`; `None` when `dedupe` and `org` has
+    /// its own consignment with the same identifier (its own copy wins).
+    fn shared_row(&self, org: &str, aig: &str, dedupe: bool) -> Result<Option<QuerySolution>> {
+        let hex = aig.strip_prefix("aig:").unwrap_or(aig);
+        let record = graphs::consignment(hex);
+        let publisher = self
+            .store
+            .db()
+            .quads_for_pattern(
+                Some(record.as_ref().into()),
+                Some(crate::vocab::dsn("publisher").as_ref()),
+                None,
+                Some(graphs::consignment_index().as_ref().into()),
+            )
+            .next()
+            .transpose()?
+            .and_then(|q| match q.object {
+                Term::NamedNode(n) => Some(n.into_string()),
+                _ => None,
+            });
+        let Some(publisher) = publisher else {
+            return Ok(None);
+        };
+        let Some(row) = self.summary_row_of(&publisher, aig)? else {
+            return Ok(None);
+        };
+        if dedupe {
+            let identifier = parse_json(&text(&row, "summary").unwrap_or_default())
+                .get("identifier")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let Some(identifier) = identifier {
+                let own = self.queries.select(
+                    &self.store,
+                    "consignment_by_key",
+                    &[
+                        ("org", NamedNode::new_unchecked(org).into()),
+                        ("key", literal(&identifier)),
+                    ],
+                )?;
+                if !own.is_empty() {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(row))
+    }
+
     /// The list row of one of `publisher`'s consignments.
     fn summary_row_of(&self, publisher: &str, aig: &str) -> Result<Option<QuerySolution>> {
-        use crate::store::graphs;
         let hex = aig.strip_prefix("aig:").unwrap_or(aig);
         let status = format!("{hex}:{}", graphs::org_key(publisher));
         let rows = self.queries.select(
@@ -213,37 +303,76 @@ impl Views {
     }
 
     /// Resolves a path id (globalId, identifier or `aig:` id) to a consignment the caller may
-    /// read in `scope`; 404 otherwise, with the same message whether or not it exists.
+    /// read in `scope`: its own first, then those shared with it. 404 otherwise, with the same
+    /// message whether or not the consignment exists.
     pub fn resolve(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Visible> {
-        if !scope.includes_own() {
-            return Err(Error::NotFound(NOT_FOUND.into()));
-        }
-        let rows = self.queries.select(
+        let org = caller.organization.as_str();
+        let mut rows = self.queries.select(
             &self.store,
             "consignment_by_any_id",
-            &[("org", org_term(caller)), ("key", literal(id))],
+            &[("key", literal(id))],
         )?;
-        let row = rows
-            .first()
-            .ok_or_else(|| Error::NotFound(NOT_FOUND.into()))?;
-        Ok(Visible {
-            record: node(row, "record").ok_or_else(|| Error::internal("record without IRI"))?,
-            aig: text(row, "aig").unwrap_or_default(),
-            graph: node(row, "graph").ok_or_else(|| Error::internal("record without graph"))?,
-            created: text(row, "created").unwrap_or_default(),
-            updated: text(row, "updated").unwrap_or_default(),
-        })
+        // Own records first; the query orders the rest newest first.
+        rows.sort_by_key(|row| text(row, "org").as_deref() != Some(org));
+        for row in rows {
+            let (Some(record), Some(graph), Some(publisher)) =
+                (node(&row, "record"), node(&row, "graph"), text(&row, "org"))
+            else {
+                continue;
+            };
+            let aig = text(&row, "aig").unwrap_or_default();
+            let graphs = self.scope_graphs(org, scope, &record, &aig, &publisher, &graph)?;
+            if graphs.is_empty() {
+                continue;
+            }
+            return Ok(Visible {
+                record,
+                aig,
+                graph,
+                created: text(&row, "created").unwrap_or_default(),
+                updated: text(&row, "updated").unwrap_or_default(),
+                graphs,
+            });
+        }
+        Err(Error::NotFound(NOT_FOUND.into()))
     }
 
-    /// The parts of a consignment in the contribution graphs the caller may read in `scope`.
-    fn parts(&self, visible: &Visible, scope: Scope) -> Result<Parts> {
+    /// The contribution graphs of one consignment that `org` reads in `scope` (see the module
+    /// docs); empty when it may read none.
+    fn scope_graphs(
+        &self,
+        org: &str,
+        scope: Scope,
+        record: &NamedNode,
+        aig: &str,
+        publisher: &str,
+        publisher_graph: &NamedNode,
+    ) -> Result<Vec<NamedNode>> {
+        let hex = aig.strip_prefix("aig:").unwrap_or(aig);
+        let is_publisher = publisher == org;
+        let contributors = self.sharing.contributors(record)?;
+        let mut out = Vec::new();
+        if scope.includes_own() && (is_publisher || contributors.iter().any(|c| c == org)) {
+            out.push(graphs::contribution(hex, org));
+        }
+        if scope.includes_shared() && (is_publisher || self.sharing.is_shared_with(record, org)?) {
+            if !is_publisher {
+                out.push(publisher_graph.clone());
+            }
+            out.extend(
+                contributors
+                    .iter()
+                    .filter(|c| *c != org)
+                    .map(|c| graphs::contribution(hex, c)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The parts of a consignment in the contribution graphs the caller may read.
+    fn parts(&self, visible: &Visible) -> Result<Parts> {
         let mut parts = Parts::default();
-        let graphs: Vec<&NamedNode> = if scope.includes_own() {
-            vec![&visible.graph]
-        } else {
-            Vec::new()
-        };
-        for graph in graphs {
+        for graph in &visible.graphs {
             let rows = self.queries.select(
                 &self.store,
                 "consignment_parts",
@@ -258,7 +387,7 @@ impl Views {
                 let id = text(&row, "node").unwrap_or_default();
                 let contributor = text(&row, "contributor");
                 match text(&row, "kind").as_deref() {
-                    Some("payload") => parts.payload = Some(json),
+                    Some("payload") if *graph == visible.graph => parts.payload = Some(json),
                     Some("event") => parts.events.push(Part {
                         id,
                         at,
@@ -290,7 +419,7 @@ impl Views {
     /// `GET /consignments/{id}`: the ConsignmentView. Blocking.
     pub fn view(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Value> {
         let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible, scope)?;
+        let parts = self.parts(&visible)?;
         let payload = parts.payload.clone().unwrap_or(Value::Null);
         let departure = payload
             .get("atDepartureTransportMovement")
@@ -349,7 +478,7 @@ impl Views {
     pub fn events(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Vec<Value>> {
         let visible = self.resolve(caller, scope, id)?;
         Ok(self
-            .parts(&visible, scope)?
+            .parts(&visible)?
             .events
             .iter()
             .map(event_view)
@@ -359,8 +488,12 @@ impl Views {
     /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.
     pub fn documents(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Vec<Value>> {
         let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible, scope)?;
-        Ok(dedupe_documents(&parts.documents, &self.codes))
+        let parts = self.parts(&visible)?;
+        Ok(dedupe_documents(
+            &parts.documents,
+            &caller.organization,
+            &self.codes,
+        ))
     }
 
     /// `GET /consignments/{id}/documents/{documentId}`.
@@ -428,12 +561,6 @@ impl Views {
                 cursor,
             });
         }
-        if !scope.includes_own() {
-            return Ok(Page {
-                entities: Vec::new(),
-                cursor: None,
-            });
-        }
         let (at, id) = match &after {
             Some(p) => (p.at.as_str(), p.id.as_str()),
             None => ("9999-12-31T23:59:59Z", "~"),
@@ -447,12 +574,30 @@ impl Views {
             ),
             ("afterNode", literal(id)),
         ];
-        let mut rows = Vec::with_capacity(limit + 1);
-        self.queries
-            .each(&self.store, "documents_page", &bindings, |row| {
+        // Own and shared documents come from one query each, both newest first after the same
+        // position; the page is the newest `limit` of their merge.
+        let mut rows = Vec::with_capacity(2 * limit + 2);
+        for (wanted, query) in [
+            (scope.includes_own(), "documents_page"),
+            (scope.includes_shared(), "shared_documents_page"),
+        ] {
+            if !wanted {
+                continue;
+            }
+            let mut n = 0;
+            self.queries.each(&self.store, query, &bindings, |row| {
                 rows.push(row);
-                rows.len() <= limit
+                n += 1;
+                n <= limit
             })?;
+        }
+        let key = |row: &QuerySolution| {
+            (
+                instant(&text(row, "at").unwrap_or_default()),
+                text(row, "node").unwrap_or_default(),
+            )
+        };
+        rows.sort_by_key(|row| std::cmp::Reverse(key(row)));
         let more = rows.len() > limit;
         rows.truncate(limit);
         let cursor = match (more, rows.last()) {
@@ -483,23 +628,32 @@ impl Views {
         if let Some(id) = consignment {
             return self.document(caller, scope, id, document_id);
         }
-        let not_found = || Error::NotFound("no document with this id is available to you".into());
-        if !scope.includes_own() {
-            return Err(not_found());
+        // The caller's own documents first, then those partners added in its circles.
+        for (wanted, query) in [
+            (scope.includes_own(), "document_by_id"),
+            (scope.includes_shared(), "shared_document_by_id"),
+        ] {
+            if !wanted {
+                continue;
+            }
+            let rows = self.queries.select(
+                &self.store,
+                query,
+                &[
+                    ("org", org_term(caller)),
+                    ("documentId", literal(document_id)),
+                ],
+            )?;
+            if let Some(row) = rows.first() {
+                return Ok(attachment(
+                    &document_part(row),
+                    &self.codes,
+                    text(row, "aig"),
+                ));
+            }
         }
-        let rows = self.queries.select(
-            &self.store,
-            "document_by_id",
-            &[
-                ("org", org_term(caller)),
-                ("documentId", literal(document_id)),
-            ],
-        )?;
-        let row = rows.first().ok_or_else(not_found)?;
-        Ok(attachment(
-            &document_part(row),
-            &self.codes,
-            text(row, "aig"),
+        Err(Error::NotFound(
+            "no document with this id is available to you".into(),
         ))
     }
 }
@@ -579,9 +733,16 @@ fn document_record(part: &Part) -> Value {
     })
 }
 
-fn dedupe_documents(parts: &[Part], codes: &CodeLists) -> Vec<Value> {
+/// One entry per documentId: the caller's own newest copy, else the newest a partner shared.
+fn dedupe_documents(parts: &[Part], org: &str, codes: &CodeLists) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
-    for part in parts.iter().rev() {
+    let own = |p: &&Part| p.contributor.as_deref() == Some(org);
+    let ordered = parts
+        .iter()
+        .rev()
+        .filter(own)
+        .chain(parts.iter().rev().filter(|p| !own(p)));
+    for part in ordered {
         let document_id = part
             .json
             .get("identifier")

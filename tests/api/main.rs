@@ -7,3 +7,4 @@ mod inbox;
 mod operations;
 mod reads;
 mod sessions;
+mod sharing;

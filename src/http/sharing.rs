@@ -1,0 +1,158 @@
+//! Policies (`/policies`), notifications (`/notifications`) and their Server-Sent Events stream.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::IntoResponse;
+use axum::Json;
+use futures_util::Stream;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::extract::{Body, PathParams, QueryParams};
+use super::reads::{blocking, page_body, paging};
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::node::Node;
+
+type Params = QueryParams<HashMap<String, String>>;
+
+/// Policy management is the node operator's: its API key plus a session.
+fn operator(caller: &Caller) -> Result<()> {
+    if caller.operator {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(
+            "managing policies needs the node operator's API key as x-api-key".into(),
+        ))
+    }
+}
+
+pub async fn create_policy(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    body: Body,
+) -> Result<impl IntoResponse> {
+    operator(&caller)?;
+    let value = Value::Object(body.json_object()?);
+    let stored = blocking(move || node.sharing.create_policy(&value)).await?;
+    Ok((StatusCode::CREATED, Json(stored)))
+}
+
+pub async fn list_policies(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    QueryParams(params): Params,
+) -> Result<Json<Value>> {
+    let (limit, cursor) = paging(&params)?;
+    let page = node.sharing.policies(&caller, limit, cursor.as_deref())?;
+    Ok(page_body(page))
+}
+
+pub async fn get_policy(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams(uid): PathParams<String>,
+) -> Result<Json<Value>> {
+    Ok(Json(node.sharing.policy(&caller, &uid)?))
+}
+
+pub async fn delete_policy(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams(uid): PathParams<String>,
+) -> Result<StatusCode> {
+    operator(&caller)?;
+    blocking(move || node.sharing.delete_policy(&uid)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn notifications(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    QueryParams(params): Params,
+) -> Result<Json<Value>> {
+    let (limit, cursor) = paging(&params)?;
+    let page = blocking(move || {
+        node.sharing
+            .notification_page(&caller, limit, cursor.as_deref())
+    })
+    .await?;
+    Ok(page_body(page))
+}
+
+/// What a stream has sent and waits on.
+struct Feed {
+    node: Arc<Node>,
+    org: String,
+    last: u64,
+    wake: watch::Receiver<u64>,
+    closing: watch::Receiver<bool>,
+    pending: VecDeque<(u64, Value)>,
+}
+
+/// `GET /notifications/stream`: new notifications as they are committed. A client that
+/// reconnects with `Last-Event-ID` first gets every notification numbered after it.
+pub async fn stream(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = std::result::Result<Event, Infallible>>>> {
+    // Subscribe before reading the position: a notification committed in between wakes us.
+    let mut wake = node.sharing.notifications.subscribe();
+    wake.borrow_and_update();
+    let last = match headers.get("last-event-id") {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::invalid_field("Last-Event-ID", "must be the id of an event of this stream")
+            })?,
+        None => node.sharing.notifications.latest(),
+    };
+    let feed = Feed {
+        closing: node.closing.subscribe(),
+        org: caller.organization,
+        node,
+        last,
+        wake,
+        pending: VecDeque::new(),
+    };
+    let events = futures_util::stream::unfold(feed, next_event);
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+async fn next_event(mut feed: Feed) -> Option<(std::result::Result<Event, Infallible>, Feed)> {
+    loop {
+        if let Some((seq, json)) = feed.pending.pop_front() {
+            let event = Event::default().id(seq.to_string()).data(json.to_string());
+            return Some((Ok(event), feed));
+        }
+        if *feed.closing.borrow() {
+            return None;
+        }
+        let (node, org, last) = (feed.node.clone(), feed.org.clone(), feed.last);
+        // Point look-ups in RocksDB: off the async threads.
+        match blocking(move || node.sharing.notifications_after(&org, last, 100)).await {
+            Ok(batch) if !batch.is_empty() => {
+                feed.last = batch.last().map_or(feed.last, |(seq, _)| *seq);
+                feed.pending.extend(batch);
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "notification stream ended");
+                return None;
+            }
+        }
+        tokio::select! {
+            changed = feed.wake.changed() => if changed.is_err() { return None },
+            _ = feed.closing.changed() => return None,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Notifications to receiving organisations: numbered by one node-wide sequence (the SSE event
+//! id, so `Last-Event-ID` says exactly what a reconnecting client has seen), stored as RDF in the
+//! recipient's notification graph, and listed from a per-organisation index of sequence numbers
+//! kept in memory. Numbers are taken and indexed under the writer lock, so they appear in
+//! commit order and a stream that has sent `n` never later finds a smaller one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
+
+use oxigraph::model::vocab::rdf;
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::store::Transaction;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::error::Result;
+use crate::store::{graphs, Queries, Store};
+use crate::vocab::{dsn, xsd};
+
+pub struct Notifications {
+    /// The last number handed out.
+    last: AtomicU64,
+    by_org: RwLock<HashMap<String, Vec<u64>>>,
+    /// The last committed number; streams wait on it.
+    published: watch::Sender<u64>,
+}
+
+pub fn node(seq: u64) -> NamedNode {
+    graphs::minted("notification", &seq.to_string())
+}
+
+impl Notifications {
+    /// Reads every stored notification's recipient and number. Blocking.
+    pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
+        let mut by_org: HashMap<String, Vec<u64>> = HashMap::new();
+        let mut last = 0;
+        queries.each(store, "notification_numbers", &[], |row| {
+            if let (Some(Term::NamedNode(org)), Some(Term::Literal(seq))) =
+                (row.get("org"), row.get("seq"))
+            {
+                if let Ok(seq) = seq.value().parse::<u64>() {
+                    by_org.entry(org.as_str().to_owned()).or_default().push(seq);
+                    last = last.max(seq);
+                }
+            }
+            true
+        })?;
+        for seqs in by_org.values_mut() {
+            seqs.sort_unstable();
+        }
+        Ok(Self {
+            last: AtomicU64::new(last),
+            by_org: RwLock::new(by_org),
+            published: watch::channel(last).0,
+        })
+    }
+
+    /// Writes a notification for `org` in the transaction; returns its number. Call under the
+    /// writer lock and pass the number to [`Notifications::committed`] after the commit.
+    pub fn write(&self, tx: &mut Transaction<'_>, org: &str, mut json: Value) -> Result<u64> {
+        let seq = self.last.fetch_add(1, Ordering::SeqCst) + 1;
+        json["id"] = Value::String(seq.to_string());
+        let n = node(seq);
+        let g = GraphName::NamedNode(graphs::notifications(org));
+        let date = json["date"].as_str().unwrap_or_default().to_owned();
+        let quads = [
+            Quad::new(n.clone(), rdf::TYPE, dsn("Notification"), g.clone()),
+            Quad::new(
+                n.clone(),
+                dsn("recipient"),
+                NamedNode::new_unchecked(org),
+                g.clone(),
+            ),
+            Quad::new(
+                n.clone(),
+                dsn("sequence"),
+                Literal::new_typed_literal(seq.to_string(), xsd("integer")),
+                g.clone(),
+            ),
+            Quad::new(
+                n.clone(),
+                dsn("date"),
+                Literal::new_typed_literal(date, xsd("dateTime")),
+                g.clone(),
+            ),
+            Quad::new(
+                n,
+                dsn("json"),
+                Literal::new_typed_literal(
+                    json.to_string(),
+                    NamedNode::new_unchecked(crate::vocab::RDF_JSON),
+                ),
+                g,
+            ),
+        ];
+        for q in &quads {
+            tx.insert(q);
+        }
+        Ok(seq)
+    }
+
+    /// Indexes committed notifications and wakes the streams. Under the writer lock.
+    pub fn committed(&self, notices: &[(String, u64)]) {
+        if notices.is_empty() {
+            return;
+        }
+        let mut map = self.by_org.write().unwrap_or_else(|p| p.into_inner());
+        let mut top = 0;
+        for (org, seq) in notices {
+            map.entry(org.clone()).or_default().push(*seq);
+            top = top.max(*seq);
+        }
+        drop(map);
+        self.published.send_replace(top);
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.published.subscribe()
+    }
+
+    /// The last committed number node-wide.
+    pub fn latest(&self) -> u64 {
+        *self.published.borrow()
+    }
+
+    /// Up to `n` of `org`'s numbers, newest first, strictly below `before` when given.
+    pub fn page(&self, org: &str, before: Option<u64>, n: usize) -> Vec<u64> {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        let Some(seqs) = map.get(org) else {
+            return Vec::new();
+        };
+        let end = before.map_or(seqs.len(), |b| seqs.partition_point(|s| *s < b));
+        seqs[..end].iter().rev().take(n).copied().collect()
+    }
+
+    /// Up to `n` of `org`'s numbers above `after`, oldest first: what a stream sends next.
+    pub fn after(&self, org: &str, after: u64, n: usize) -> Vec<u64> {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        let Some(seqs) = map.get(org) else {
+            return Vec::new();
+        };
+        let start = seqs.partition_point(|s| *s <= after);
+        seqs[start..].iter().take(n).copied().collect()
+    }
+
+    /// The stored JSON of `org`'s notification `seq`. Blocking.
+    pub fn json(&self, store: &Store, org: &str, seq: u64) -> Result<Option<Value>> {
+        let g = GraphName::NamedNode(graphs::notifications(org));
+        let n = node(seq);
+        let p = dsn("json");
+        let found = store
+            .db()
+            .quads_for_pattern(
+                Some(n.as_ref().into()),
+                Some(p.as_ref()),
+                None,
+                Some(g.as_ref()),
+            )
+            .next()
+            .transpose()?;
+        Ok(match found.map(|q| q.object) {
+            Some(Term::Literal(l)) => serde_json::from_str(l.value()).ok(),
+            _ => None,
+        })
+    }
+}
