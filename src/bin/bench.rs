@@ -26,6 +26,14 @@ struct Args {
     /// Requests per read measurement.
     #[arg(long, default_value_t = 200)]
     reads: usize,
+    /// Sharing policies stored before the inbox runs (through HTTP). Two of them match the
+    /// benchmark consignment (a KE border agency, the KEMBA terminal); the rest name other
+    /// countries and UN/LOCODEs, as on a busy node.
+    #[arg(long, default_value_t = 0)]
+    policies: usize,
+    /// How many of those policies match the benchmark consignment (0, 1 or 2).
+    #[arg(long, default_value_t = 2)]
+    matching: usize,
 }
 
 const EXAMPLE: &str = include_str!("../../tests/fixtures/examples/create-consignment.json");
@@ -34,12 +42,12 @@ struct Sample {
     latency: Duration,
     /// Statements the node wrote for the activity (the task's `result`).
     written: i64,
-    /// parse, expand, shapes, store (ms), from Server-Timing.
-    stages: [f64; 4],
+    /// parse, expand, shapes, store, route (ms), from Server-Timing.
+    stages: [f64; 5],
 }
 
-fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 4] {
-    let mut out = [0.0; 4];
+fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 5] {
+    let mut out = [0.0; 5];
     let Some(text) = header.and_then(|h| h.to_str().ok()) else {
         return out;
     };
@@ -50,6 +58,7 @@ fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 4] {
             "expand" => 1,
             "shapes" => 2,
             "store" => 3,
+            "route" => 4,
             _ => continue,
         };
         out[i] = dur.parse().unwrap_or(0.0);
@@ -110,7 +119,7 @@ fn report(name: &str, samples: &[Sample], wall: Duration) {
     let n = samples.len() as f64;
     let mean = |i: usize| samples.iter().map(|s| s.stages[i]).sum::<f64>() / n;
     println!(
-        "| {name} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+        "| {name} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
         samples.len(),
         n / wall.as_secs_f64(),
         percentile(&lat, 0.5),
@@ -118,6 +127,7 @@ fn report(name: &str, samples: &[Sample], wall: Duration) {
         mean(0),
         mean(1),
         mean(2),
+        mean(4),
         mean(3),
     );
 }
@@ -268,6 +278,95 @@ fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usi
     );
 }
 
+/// Valid ISO 3166 codes other than the benchmark consignment's KE (entry) and BR (exit).
+const OTHER_COUNTRIES: &[&str] = &[
+    "NL", "DE", "BE", "FR", "ES", "PT", "IT", "GR", "TR", "EG", "MA", "NG", "GH", "CI", "SN", "ZA",
+    "TZ", "UG", "RW", "ET", "DJ", "SO", "MZ", "AO", "NA", "IN", "PK", "BD", "LK", "CN", "JP", "KR",
+    "SG", "MY", "TH", "VN", "ID", "PH", "AU", "NZ", "US", "CA", "MX", "PA", "CO", "PE", "CL", "AR",
+    "UY", "GB", "IE", "NO", "SE", "DK", "FI", "PL", "AE", "SA", "OM", "QA",
+];
+
+/// Stores `n` policies through the API (operator key + session) for 50 assignee organisations.
+async fn load_policies(client: &Client, base: &str, operator: &str, n: usize, matching: usize) {
+    let t = Instant::now();
+    let mut orgs = Vec::new();
+    for i in 0..50 {
+        let created: Value = client
+            .http
+            .post(format!("{base}/authentication/login/create"))
+            .header("x-api-key", operator)
+            .json(
+                &json!({"email": format!("agency{i}@bench.example"), "password": "bench password"}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        orgs.push(created["organizationId"].as_str().unwrap().to_owned());
+    }
+    let target = format!("{base}/supply-chain/data-space/consignments");
+    let letters = |i: usize| -> String {
+        let a = b'A' + (i % 26) as u8;
+        let b = b'A' + (i / 26 % 26) as u8;
+        let c = b'A' + (i / 676 % 26) as u8;
+        String::from_utf8(vec![a, b, c]).unwrap()
+    };
+    let policy = |i: usize| -> Value {
+        let country = OTHER_COUNTRIES[i % OTHER_COUNTRIES.len()];
+        let next = OTHER_COUNTRIES[(i + 7) % OTHER_COUNTRIES.len()];
+        let (operand, operator, right) = match i {
+            0 if matching > 0 => ("portOfEntryCountry", "eq", json!("KE")),
+            1 if matching > 1 => ("portOfEntry", "eq", json!("KEMBA")),
+            _ => match i % 4 {
+                0 => ("portOfEntryCountry", "eq", json!(country)),
+                1 => ("portOfExitCountry", "isAnyOf", json!([country, next])),
+                2 => (
+                    "portOfEntry",
+                    "eq",
+                    json!(format!("{country}{}", letters(i))),
+                ),
+                _ => (
+                    "portOfExit",
+                    "isAnyOf",
+                    json!([
+                        format!("{country}{}", letters(i)),
+                        format!("{next}{}", letters(i + 1))
+                    ]),
+                ),
+            },
+        };
+        json!({
+            "@context": "http://www.w3.org/ns/odrl.jsonld", "@type": "Set",
+            "permission": [{"action": "read", "assignee": orgs[i % orgs.len()], "target": target,
+                            "constraint": [{"leftOperand": operand, "operator": operator, "rightOperand": right}]}]
+        })
+    };
+    let bodies: Vec<Value> = (0..n).map(policy).collect();
+    let url = format!("{base}/supply-chain/data-space/policies");
+    let mut sent = futures_util::stream::iter(bodies.into_iter().map(|body| {
+        client
+            .http
+            .post(&url)
+            .header("x-api-key", operator)
+            .bearer_auth(&client.token)
+            .json(&body)
+            .send()
+    }))
+    .buffer_unordered(8);
+    use futures_util::StreamExt;
+    while let Some(r) = sent.next().await {
+        let r = r.unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+    }
+    println!(
+        "{n} policies stored through HTTP in {:.1} s; {matching} match the benchmark consignment",
+        t.elapsed().as_secs_f64()
+    );
+    println!();
+}
+
 fn main() {
     let args = Args::parse();
     let server_rt = tokio::runtime::Builder::new_multi_thread()
@@ -317,13 +416,17 @@ fn main() {
             token: created["token"].as_str().unwrap().into(),
             org: created["organizationId"].as_str().unwrap().into(),
         });
+        if args.policies > 0 {
+            let operator = config.api_key.clone().unwrap();
+            load_policies(&client, &base, &operator, args.policies, args.matching).await;
+        }
         for n in 0..200 {
             client.create(n).await;
         }
         println!("Inbox Create, example-sized consignment (71 quads), through HTTP on {base}");
         println!();
-        println!("| run | activities | per s | p50 ms | p99 ms | parse ms | expand ms | shapes ms | store ms |");
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("| run | activities | per s | p50 ms | p99 ms | parse ms | expand ms | shapes ms | route ms | store ms (incl. route) |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         let t = Instant::now();
         let mut samples = Vec::with_capacity(args.sequential);
         for n in 0..args.sequential {

@@ -45,6 +45,8 @@ pub struct Timings {
     pub expand: Duration,
     pub shapes: Duration,
     pub store: Duration,
+    /// Routing (policy look-up, grants, notifications), part of `store`.
+    pub route: Duration,
 }
 
 pub struct Outcome {
@@ -234,22 +236,24 @@ impl Intake {
             record::write_entry(tx, &activities_graph, &log_node, &entry)?;
             Ok((entry, true, effects))
         };
-        let (entry, created, _) = self.store.write_then(write, |(entry, created, effects)| {
-            // Committed: the new consignment joins its organisation's list order, routing's
-            // shares and notifications their indexes — still under the writer lock, so in
-            // commit order.
-            if !*created || entry.failed() {
-                return;
-            }
-            if activity.kind == Kind::Create {
-                if let Some(ms) = listing::millis(&now) {
-                    self.listing
-                        .insert(&caller.organization, (ms, format!("aig:{object_id}")));
+        let (entry, created, effects) =
+            self.store.write_then(write, |(entry, created, effects)| {
+                // Committed: the new consignment joins its organisation's list order, routing's
+                // shares and notifications their indexes — still under the writer lock, so in
+                // commit order.
+                if !*created || entry.failed() {
+                    return;
                 }
-            }
-            self.sharing.committed(effects);
-        })?;
+                if activity.kind == Kind::Create {
+                    if let Some(ms) = listing::millis(&now) {
+                        self.listing
+                            .insert(&caller.organization, (ms, format!("aig:{object_id}")));
+                    }
+                }
+                self.sharing.committed(effects);
+            })?;
         timings.store = t.elapsed();
+        timings.route = effects.routing_time();
         Ok(Outcome {
             entry,
             created,

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
-use oxigraph::model::vocab::rdf;
 use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::Value;
@@ -16,7 +15,7 @@ use tokio::sync::watch;
 
 use crate::error::Result;
 use crate::store::{graphs, Queries, Store};
-use crate::vocab::{dsn, xsd};
+use crate::vocab::dsn;
 
 pub struct Notifications {
     /// The last number handed out.
@@ -26,8 +25,11 @@ pub struct Notifications {
     published: watch::Sender<u64>,
 }
 
+/// Notification nodes are `urn:dataspace-node:notification:<number>`.
+const PREFIX: &str = "urn:dataspace-node:notification:";
+
 pub fn node(seq: u64) -> NamedNode {
-    graphs::minted("notification", &seq.to_string())
+    NamedNode::new_unchecked(format!("{PREFIX}{seq}"))
 }
 
 impl Notifications {
@@ -36,10 +38,11 @@ impl Notifications {
         let mut by_org: HashMap<String, Vec<u64>> = HashMap::new();
         let mut last = 0;
         queries.each(store, "notification_numbers", &[], |row| {
-            if let (Some(Term::NamedNode(org)), Some(Term::Literal(seq))) =
-                (row.get("org"), row.get("seq"))
+            if let (Some(Term::NamedNode(org)), Some(Term::NamedNode(n))) =
+                (row.get("org"), row.get("notification"))
             {
-                if let Ok(seq) = seq.value().parse::<u64>() {
+                let number = n.as_str().strip_prefix(PREFIX).map(str::parse::<u64>);
+                if let Some(Ok(seq)) = number {
                     by_org.entry(org.as_str().to_owned()).or_default().push(seq);
                     last = last.max(seq);
                 }
@@ -63,25 +66,12 @@ impl Notifications {
         json["id"] = Value::String(seq.to_string());
         let n = node(seq);
         let g = GraphName::NamedNode(graphs::notifications(org));
-        let date = json["date"].as_str().unwrap_or_default().to_owned();
+        // Two quads: the number is in the node's IRI, everything else in the JSON.
         let quads = [
-            Quad::new(n.clone(), rdf::TYPE, dsn("Notification"), g.clone()),
             Quad::new(
                 n.clone(),
                 dsn("recipient"),
                 NamedNode::new_unchecked(org),
-                g.clone(),
-            ),
-            Quad::new(
-                n.clone(),
-                dsn("sequence"),
-                Literal::new_typed_literal(seq.to_string(), xsd("integer")),
-                g.clone(),
-            ),
-            Quad::new(
-                n.clone(),
-                dsn("date"),
-                Literal::new_typed_literal(date, xsd("dateTime")),
                 g.clone(),
             ),
             Quad::new(
