@@ -286,24 +286,31 @@ const OTHER_COUNTRIES: &[&str] = &[
     "UY", "GB", "IE", "NO", "SE", "DK", "FI", "PL", "AE", "SA", "OM", "QA",
 ];
 
+/// A new organisation and its first user, created with the operator key: the answer body.
+async fn create_account(http: &reqwest::Client, base: &str, operator: &str, email: &str) -> Value {
+    http.post(format!("{base}/authentication/login/create"))
+        .header("x-api-key", operator)
+        .json(&json!({"email": email, "password": "bench password"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Stores `n` policies through the API (operator key + session) for 50 assignee organisations.
 async fn load_policies(client: &Client, base: &str, operator: &str, n: usize, matching: usize) {
     let t = Instant::now();
     let mut orgs = Vec::new();
     for i in 0..50 {
-        let created: Value = client
-            .http
-            .post(format!("{base}/authentication/login/create"))
-            .header("x-api-key", operator)
-            .json(
-                &json!({"email": format!("agency{i}@bench.example"), "password": "bench password"}),
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let created = create_account(
+            &client.http,
+            base,
+            operator,
+            &format!("agency{i}@bench.example"),
+        )
+        .await;
         orgs.push(created["organizationId"].as_str().unwrap().to_owned());
     }
     let target = format!("{base}/supply-chain/data-space/consignments");
@@ -399,16 +406,8 @@ fn main() {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        let created: Value = http
-            .post(format!("{base}/authentication/login/create"))
-            .header("x-api-key", config.api_key.as_deref().unwrap())
-            .json(&json!({"email": "bench@forwarder.example", "password": "bench password"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let operator = config.api_key.as_deref().unwrap();
+        let created = create_account(&http, &base, operator, "bench@forwarder.example").await;
         let client = std::sync::Arc::new(Client {
             http,
             url: format!("{base}/supply-chain/data-space/inbox"),

@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::store::{graphs, Queries, Store};
 use crate::views::cursor::{Cursors, Position};
 use crate::views::listing::{self, Key, Listing};
-use crate::views::Page;
+use crate::views::{text, Page};
 use crate::vocab::{dsn, RDF_JSON};
 use index::PolicySet;
 use notifications::Notifications;
@@ -85,14 +85,6 @@ pub struct Sharing {
 
 fn quad(s: impl Into<oxigraph::model::NamedOrBlankNode>, p: NamedNode, o: impl Into<Term>) -> Quad {
     Quad::new(s, p, o, GraphName::NamedNode(graphs::sharing()))
-}
-
-fn text(row: &oxigraph::sparql::QuerySolution, var: &str) -> Option<String> {
-    match row.get(var) {
-        Some(Term::Literal(l)) => Some(l.value().to_owned()),
-        Some(Term::NamedNode(n)) => Some(n.as_str().to_owned()),
-        _ => None,
-    }
 }
 
 fn grant_node(aig_hex: &str, org: &str, uid: &str) -> NamedNode {

@@ -117,7 +117,8 @@ pub struct Views {
     sharing: Arc<Sharing>,
 }
 
-fn text(row: &QuerySolution, var: &str) -> Option<String> {
+/// A solution's literal or IRI as text.
+pub(crate) fn text(row: &QuerySolution, var: &str) -> Option<String> {
     match row.get(var) {
         Some(Term::Literal(l)) => Some(l.value().to_owned()),
         Some(Term::NamedNode(n)) => Some(n.as_str().to_owned()),
