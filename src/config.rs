@@ -46,6 +46,30 @@ pub struct Config {
     /// Length of the login throttle window, in seconds.
     #[arg(long, env = "DATASPACE_NODE_LOGIN_WINDOW_SECS", default_value_t = 300)]
     pub login_window_secs: u64,
+
+    /// Hosts the node may fetch a document's `uRIId` from, comma-separated: `host`,
+    /// `host:port` or `*.domain`. Empty (the default): no document is ever fetched, http(s)
+    /// URLs are kept as external references. Link-local and cloud metadata addresses are
+    /// refused even for a listed host name, unless the address itself is listed.
+    #[arg(long, env = "DATASPACE_NODE_FETCH_ALLOW", value_delimiter = ',')]
+    pub fetch_allow: Vec<String>,
+
+    /// Time limit of one document fetch (connect, redirects and body), in seconds.
+    #[arg(long, env = "DATASPACE_NODE_FETCH_TIMEOUT_SECS", default_value_t = 10)]
+    pub fetch_timeout_secs: u64,
+
+    /// Largest document the node keeps (fetched or `data:`), in bytes.
+    #[arg(long, env = "DATASPACE_NODE_DOCUMENT_MAX_BYTES", default_value_t = 20 * 1024 * 1024)]
+    pub document_max_bytes: u64,
+
+    /// Validity of the signed download link on single-document reads, in seconds.
+    #[arg(long, env = "DATASPACE_NODE_LINK_TTL_SECS", default_value_t = 900)]
+    pub link_ttl_secs: u64,
+
+    /// Validity of the signed download links on list reads and in the consignment view, in
+    /// seconds (shorter: lists are fetched often and their links are rarely followed).
+    #[arg(long, env = "DATASPACE_NODE_LIST_LINK_TTL_SECS", default_value_t = 300)]
+    pub list_link_ttl_secs: u64,
 }
 
 impl Config {
@@ -60,6 +84,11 @@ impl Config {
             body_limit_bytes: 10 * 1024 * 1024,
             login_max_failures: 5,
             login_window_secs: 300,
+            fetch_allow: Vec::new(),
+            fetch_timeout_secs: 10,
+            document_max_bytes: 20 * 1024 * 1024,
+            link_ttl_secs: 900,
+            list_link_ttl_secs: 300,
         }
     }
 

@@ -9,6 +9,8 @@
 //! - [`http`]: routes, extractors, error mapping; handlers only translate HTTP to the domain.
 //! - [`auth`]: API keys, login (argon2id, throttling) and sessions (HS256 JWT) → [`auth::Caller`].
 //! - [`intake`]: inbox activities → JSON-LD expansion → shapes → ports → store transaction.
+//! - [`documents`]: a document's bytes (`data:` or allow-listed fetch) → blob store →
+//!   attestation; signed download links.
 //! - [`accounts`]: organisations, users and API key hashes in the system accounts graph.
 //! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
@@ -19,6 +21,7 @@
 pub mod accounts;
 pub mod auth;
 pub mod config;
+pub mod documents;
 pub mod error;
 pub mod http;
 pub mod identity;

@@ -8,6 +8,7 @@ use sha2::Digest;
 use crate::accounts::Accounts;
 use crate::auth::{Auth, Sessions};
 use crate::config::Config;
+use crate::documents::Documents;
 use crate::error::Result;
 use crate::identity::NodeIdentity;
 use crate::intake::Intake;
@@ -28,6 +29,7 @@ pub struct Node {
     pub intake: Intake,
     pub views: Views,
     pub sharing: Arc<Sharing>,
+    pub documents: Arc<Documents>,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
     /// end, so the graceful shutdown does not wait for them forever.
     pub closing: tokio::sync::watch::Sender<bool>,
@@ -90,6 +92,16 @@ impl Node {
             identity.base_url(),
             &cursor_key,
         )?);
+        let link_key = sha2::Sha256::digest(format!("blob-links\n{session_secret}").as_bytes());
+        let documents = Arc::new(Documents::open(
+            &config,
+            &secrets_dir,
+            identity.node_did(),
+            identity.base_url(),
+            &link_key,
+            store.clone(),
+            queries.clone(),
+        )?);
         let intake = Intake::new(
             store.clone(),
             queries.clone(),
@@ -97,6 +109,7 @@ impl Node {
             codes.clone(),
             listing.clone(),
             sharing.clone(),
+            documents.clone(),
             credential_secret.as_bytes(),
         )?;
         let views = Views::new(
@@ -105,6 +118,7 @@ impl Node {
             codes,
             listing,
             sharing.clone(),
+            documents.clone(),
             &cursor_key,
         );
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
@@ -118,6 +132,7 @@ impl Node {
             intake,
             views,
             sharing,
+            documents,
             closing: tokio::sync::watch::channel(false).0,
         })
     }

@@ -10,6 +10,12 @@ pub fn dsn(local: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{DSN}{local}"))
 }
 
+pub const UNECE: &str = "https://vocabulary.uncefact.org/";
+
+pub fn unece(local: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{UNECE}{local}"))
+}
+
 pub fn xsd(local: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{XSD}{local}"))
 }

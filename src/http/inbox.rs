@@ -44,10 +44,11 @@ pub async fn post(
     };
     let t = &outcome.timings;
     let timing = format!(
-        "parse;dur={:.3}, expand;dur={:.3}, shapes;dur={:.3}, store;dur={:.3}, route;dur={:.3}",
+        "parse;dur={:.3}, expand;dur={:.3}, shapes;dur={:.3}, fetch;dur={:.3}, store;dur={:.3}, route;dur={:.3}",
         t.parse.as_secs_f64() * 1e3,
         t.expand.as_secs_f64() * 1e3,
         t.shapes.as_secs_f64() * 1e3,
+        t.fetch.as_secs_f64() * 1e3,
         t.store.as_secs_f64() * 1e3,
         t.route.as_secs_f64() * 1e3,
     );

@@ -2,6 +2,7 @@
 //! HTTP and the domain modules; they hold no rules of their own.
 
 mod accounts;
+mod documents;
 pub mod error;
 pub mod extract;
 mod inbox;
@@ -59,6 +60,14 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/documents/{document_id}",
             get(reads::find_document),
+        )
+        .route(
+            "/supply-chain/data-space/blobs/{blob_id}",
+            get(documents::blob),
+        )
+        .route(
+            "/supply-chain/data-space/attestations/{id}",
+            get(documents::attestation),
         )
         .route(
             "/supply-chain/data-space/policies",

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::extract::{PathParams, QueryParams};
 use crate::auth::Caller;
+use crate::documents::LinkUse;
 use crate::error::Result;
 use crate::node::Node;
 use crate::views::{parse_limit, Page, Scope};
@@ -79,7 +80,7 @@ pub async fn documents(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
-    entities(blocking(move || node.views.documents(&caller, scope, &id)).await?)
+    entities(blocking(move || node.views.documents(&caller, scope, &id, LinkUse::List)).await?)
 }
 
 /// A list answer: `{entities, cursor?}`, the cursor only when more rows exist.

@@ -74,6 +74,18 @@ impl TaskError {
         )
     }
 
+    /// A document whose content the node could not take (bad `data:` URL, failed or oversized
+    /// fetch): nothing of the activity is stored.
+    pub fn document(message: String) -> Self {
+        Self::new(
+            "UnprocessableError",
+            "dataspaceDataPlaneService.documentUnavailable",
+            "DocumentError",
+            message,
+            None,
+        )
+    }
+
     pub fn not_found(message: String) -> Self {
         Self::new(
             "NotFoundError",

@@ -26,6 +26,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::auth::Caller;
+use crate::documents::{Content, Documents};
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::sharing::{Effects, Sharing};
@@ -47,6 +48,8 @@ pub struct Timings {
     pub store: Duration,
     /// Routing (policy look-up, grants, notifications), part of `store`.
     pub route: Duration,
+    /// Taking a document's content (decoding or fetching, and the blob write).
+    pub fetch: Duration,
 }
 
 pub struct Outcome {
@@ -67,6 +70,7 @@ pub struct Intake {
     codes: Arc<CodeLists>,
     listing: Arc<Listing>,
     sharing: Arc<Sharing>,
+    documents: Arc<Documents>,
 }
 
 const SHAPE: &str = "https://w3id.org/dataspace-node/shapes#";
@@ -107,6 +111,8 @@ pub fn load_countries() -> Result<HashSet<String>> {
 }
 
 impl Intake {
+    // One argument per service intake writes through; a struct of them would only rename this.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Arc<Store>,
         queries: Arc<Queries>,
@@ -114,6 +120,7 @@ impl Intake {
         codes: Arc<CodeLists>,
         listing: Arc<Listing>,
         sharing: Arc<Sharing>,
+        documents: Arc<Documents>,
         credential_key: &[u8],
     ) -> Result<Self> {
         let contexts = load_contexts()?;
@@ -130,6 +137,7 @@ impl Intake {
             codes,
             listing,
             sharing,
+            documents,
         })
     }
 
@@ -191,6 +199,14 @@ impl Intake {
         timings.shapes = t.elapsed();
 
         let t = Instant::now();
+        let content = if failures.is_empty() {
+            self.take_content(caller, &activity)?
+        } else {
+            None
+        };
+        timings.fetch = t.elapsed();
+
+        let t = Instant::now();
         let log_node = graphs::minted("activity-log", &entry_id);
         let activities_graph = graphs::activities(&caller.organization);
         let generator = self.identity.node_did();
@@ -205,7 +221,11 @@ impl Intake {
             if previous.is_some() {
                 record::remove_entry(tx, &activities_graph, &log_node)?;
             }
-            let outcome = if failures.is_empty() {
+            let outcome = if !failures.is_empty() {
+                Err(TaskError::validation(&failures))
+            } else if let Some(Err(message)) = &content {
+                Err(TaskError::document(message.clone()))
+            } else {
                 let apply = record::Apply {
                     caller,
                     activity: &activity,
@@ -220,11 +240,11 @@ impl Intake {
                     queries: &self.queries,
                     codes: &self.codes,
                     sharing: &self.sharing,
+                    content: content.as_ref().and_then(|c| c.as_ref().ok()),
+                    attestor: self.documents.attestor(),
                     now: &now,
                 };
                 apply.run(tx, &mut effects)?
-            } else {
-                Err(TaskError::validation(&failures))
             };
             let entry = Entry::new(
                 entry_id.clone(),
@@ -259,6 +279,48 @@ impl Intake {
             created,
             timings,
         })
+    }
+
+    /// A document's content, taken before the transaction so that its blob is durable before
+    /// any record names it, and the writer lock is never held across a fetch. `None` when the
+    /// activity adds no document, or adds one to a consignment the caller cannot reach (the
+    /// transaction then fails the task without anything being fetched); `Some(Err)` is the
+    /// task's error.
+    fn take_content(
+        &self,
+        caller: &Caller,
+        activity: &Activity,
+    ) -> Result<Option<std::result::Result<Content, String>>> {
+        let object = activity.object();
+        if activity.kind != Kind::Add
+            || object.get("type").and_then(Value::as_str) != Some("Document")
+        {
+            return Ok(None);
+        }
+        let target = activity
+            .target()
+            .and_then(|t| ports::string_value(t.get("globalId")))
+            .unwrap_or_default();
+        let org = oxigraph::model::NamedNode::new_unchecked(caller.organization.as_str());
+        let mut reachable = false;
+        for query in ["consignment_by_key", "consignment_shared_by_key"] {
+            let bindings = [("org", org.clone().into()), ("key", literal(target))];
+            if !self
+                .queries
+                .select(&self.store, query, &bindings)?
+                .is_empty()
+            {
+                reachable = true;
+                break;
+            }
+        }
+        if !reachable {
+            return Ok(None);
+        }
+        let uri = ports::string_value(object.get("uRIId")).unwrap_or_default();
+        // Intake runs on a blocking thread (see the inbox handler), which may wait on a future.
+        let handle = tokio::runtime::Handle::current();
+        Ok(Some(handle.block_on(self.documents.acquire(uri))))
     }
 
     /// Expands the activity, with the object's root forced to `object_root` and the activity's

@@ -21,12 +21,14 @@ use super::log::{self, Entry, TaskError};
 use super::ports::{string_value, Port, Ports};
 use super::{literal, new_hex};
 use crate::auth::Caller;
+use crate::documents::attest::{Attestor, Claims};
+use crate::documents::{Content, Earlier, Revision};
 use crate::error::{Error, Result};
 use crate::sharing::policy::Facts;
 use crate::sharing::{Effects, Routed, Sharing};
 use crate::store::{graphs, Queries};
 use crate::views::codes::CodeLists;
-use crate::vocab::{dsn, xsd};
+use crate::vocab::{dsn, unece, xsd};
 
 const AS: &str = "https://www.w3.org/ns/activitystreams#";
 const RDF_JSON: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON";
@@ -82,6 +84,10 @@ pub struct Apply<'a> {
     pub queries: &'a Queries,
     pub codes: &'a CodeLists,
     pub sharing: &'a Sharing,
+    /// A document's content, taken before the transaction (`None` for anything else, or when
+    /// the target consignment was not found then).
+    pub content: Option<&'a Content>,
+    pub attestor: &'a Attestor,
     /// The time the record takes (created/updated/recorded), decided once per activity.
     pub now: &'a str,
 }
@@ -120,6 +126,10 @@ impl Writer<'_, '_> {
 
 fn date_literal(s: &str) -> Term {
     Literal::new_typed_literal(s, xsd("dateTime")).into()
+}
+
+fn integer_literal(n: i64) -> Term {
+    Literal::from(n).into()
 }
 
 fn json_literal(v: &Value) -> Term {
@@ -399,11 +409,38 @@ impl Apply<'_> {
         };
         let graph = graphs::contribution(&record.aig_hex, self.org());
         let now = self.now.to_owned();
+        let document = if kind == "Document" {
+            let Some(content) = self.content else {
+                // The consignment appeared after the check made before taking the content.
+                return Ok(Err(TaskError::not_found(format!(
+                    "no consignment with globalId {target_key:?} was available to your organisation"
+                ))));
+            };
+            let previous = self.current_revision(tx, &graph, &record, object)?;
+            if let Some((_, prev)) = &previous {
+                let type_code = string_value(object.get("documentTypeCode")).unwrap_or_default();
+                if prev.content_key == content.key() && prev.document_type_code == type_code {
+                    // The same document again: nothing changes.
+                    return Ok(Ok(0));
+                }
+            }
+            Some((content, previous))
+        } else {
+            None
+        };
         if record.publisher != self.org() {
             // A circle member's contribution: the views find its graph through this.
             Sharing::add_contributor(tx, &record.consignment, self.org());
         }
-        let (triples, rest) = self.split(self.object_root);
+        let (mut triples, rest) = self.split(self.object_root);
+        let mut object = object.clone();
+        if let Some(uri) = self.content.and_then(Content::stored_uri) {
+            let uri_id = unece("uRIId");
+            for t in triples.iter_mut().filter(|t| t.predicate == uri_id) {
+                t.object = literal(&uri);
+            }
+            object.insert("uRIId".into(), json!(uri));
+        }
         let mut w = Writer { tx, written: 0 };
         w.triples(&triples, &graph);
         w.add(
@@ -432,6 +469,9 @@ impl Apply<'_> {
                 latest_status(&mut w, &record, &graph, self.org(), code, at)?;
             }
         }
+        if let Some((content, previous)) = document {
+            self.revision(&mut w, &node, &graph, &object, content, previous, &now);
+        }
         // The record's update time moves with every contribution.
         let index = graphs::consignment_index();
         remove_quads(w.tx, &record.consignment, Some(&dsn("updated")), &index)?;
@@ -444,6 +484,165 @@ impl Apply<'_> {
         self.system_event(&mut w, &record, &graph, kind, node.as_str(), &now);
         self.activity_graph(&mut w, &rest, &record)?;
         Ok(Ok(w.written))
+    }
+
+    /// The current revision of the object's documentId in the caller's contribution graph.
+    fn current_revision(
+        &self,
+        tx: &Transaction<'_>,
+        graph: &NamedNode,
+        record: &Record,
+        object: &serde_json::Map<String, Value>,
+    ) -> Result<Option<(NamedNode, Revision)>> {
+        let document_id = string_value(object.get("identifier")).unwrap_or_default();
+        let rows = self.queries.select_in(
+            tx,
+            "document_current",
+            &[
+                ("graph", graph.clone().into()),
+                ("record", record.consignment.clone().into()),
+                ("documentId", literal(document_id)),
+            ],
+        )?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        match (row.get("node"), row.get("json")) {
+            (Some(Term::NamedNode(node)), Some(Term::Literal(json))) => {
+                let revision = serde_json::from_str(json.value()).map_err(Error::internal)?;
+                Ok(Some((node.clone(), revision)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A document revision's facts: numbered after the current one (which it supersedes, and
+    /// whose history it extends), attested when the node holds its bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn revision(
+        &self,
+        w: &mut Writer<'_, '_>,
+        node: &NamedNode,
+        graph: &NamedNode,
+        object: &serde_json::Map<String, Value>,
+        content: &Content,
+        previous: Option<(NamedNode, Revision)>,
+        now: &str,
+    ) {
+        let document_id = string_value(object.get("identifier")).unwrap_or_default();
+        let mut revision = Revision {
+            document_id: document_id.to_owned(),
+            document_type_code: string_value(object.get("documentTypeCode"))
+                .unwrap_or_default()
+                .to_owned(),
+            document_revision: 0,
+            date_created: now.to_owned(),
+            date_modified: now.to_owned(),
+            organization_identity: self.org().to_owned(),
+            user_identity: self.caller.user.clone(),
+            content_key: content.key(),
+            ..Revision::default()
+        };
+        if let Some((prev_node, prev)) = previous {
+            w.add(prev_node.clone(), dsn("supersededBy"), node.clone(), graph);
+            revision.document_revision = prev.document_revision + 1;
+            revision.date_created = prev.date_created.clone();
+            revision.history = prev.history.clone();
+            revision.history.push(Earlier {
+                id: prev_node.into_string(),
+                document_revision: prev.document_revision,
+                blob_storage_id: prev.blob_storage_id,
+                encoding_format: prev.encoding_format,
+                external_href: prev.external_href,
+            });
+        }
+        match content {
+            Content::Stored {
+                blob,
+                media_type,
+                extension,
+                ..
+            } => {
+                let attestation = super::new_hex();
+                revision.blob_storage_id = Some(blob.storage_id());
+                revision.integrity = Some(blob.integrity());
+                revision.encoding_format = Some(media_type.clone());
+                revision.blob_size = Some(blob.size);
+                revision.file_extension = Some(extension.clone());
+                revision.attestation_id = Some(attestation.clone());
+                let jws = self.attestor.sign(&Claims {
+                    id: &attestation,
+                    document_id,
+                    revision: revision.document_revision,
+                    integrity: &blob.integrity(),
+                    issued: chrono::Utc::now().timestamp(),
+                });
+                let att = graphs::minted("attestation", &attestation);
+                w.add(
+                    att.clone(),
+                    rdf::TYPE.into_owned(),
+                    dsn("Attestation"),
+                    graph,
+                );
+                w.add(att.clone(), dsn("attests"), node.clone(), graph);
+                w.add(att.clone(), dsn("jws"), literal(&jws), graph);
+                w.add(att.clone(), dsn("issued"), date_literal(now), graph);
+                w.add(node.clone(), dsn("attestation"), att, graph);
+                w.add(
+                    node.clone(),
+                    dsn("blobStorageId"),
+                    literal(&blob.storage_id()),
+                    graph,
+                );
+                w.add(
+                    node.clone(),
+                    dsn("integrity"),
+                    literal(&blob.integrity()),
+                    graph,
+                );
+                w.add(
+                    node.clone(),
+                    dsn("blobSize"),
+                    integer_literal(blob.size as i64),
+                    graph,
+                );
+            }
+            Content::External {
+                url,
+                media_type,
+                extension,
+            } => {
+                revision.external_href = Some(url.clone());
+                revision.encoding_format = media_type.clone();
+                revision.file_extension = extension.clone();
+                w.add(node.clone(), dsn("externalHref"), literal(url), graph);
+            }
+        }
+        if let Some(format) = &revision.encoding_format {
+            w.add(node.clone(), dsn("encodingFormat"), literal(format), graph);
+        }
+        if let Some(ext) = &revision.file_extension {
+            w.add(node.clone(), dsn("fileExtension"), literal(ext), graph);
+        }
+        w.add(
+            node.clone(),
+            dsn("documentRevision"),
+            integer_literal(revision.document_revision),
+            graph,
+        );
+        w.add(
+            node.clone(),
+            dsn("addedBy"),
+            NamedNode::new_unchecked(&self.caller.user),
+            graph,
+        );
+        let json = serde_json::to_value(&revision).unwrap_or(Value::Null);
+        w.add(
+            node.clone(),
+            dsn("documentJson"),
+            json_literal(&json),
+            graph,
+        );
     }
 
     fn created_of(&self, tx: &Transaction<'_>, record: &Record) -> Result<String> {
@@ -610,6 +809,11 @@ impl Apply<'_> {
             self.credentials
                 .issue(&self.activity.actor_did, self.activity_hash, self.entry_id)?;
         let mut stored = self.activity.document.clone();
+        if let Some(uri) = self.content.and_then(Content::stored_uri) {
+            if let Some(Value::Object(object)) = stored.get_mut("object") {
+                object.insert("uRIId".into(), json!(uri));
+            }
+        }
         stored.insert("generator".into(), json!(node_did));
         stored.insert("trustCredential".into(), json!(credential));
         let act = activity_subject(rest, self.activity_root);

@@ -37,6 +37,8 @@ pub const SOURCES: &[(&str, &str)] = sources![
     "grant_remains",
     "shared_records",
     "notification_numbers",
+    "document_current",
+    "attestation",
 ];
 
 pub struct Queries {

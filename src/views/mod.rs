@@ -15,9 +15,11 @@
 //! - [`summary`]: ConsignmentSummary columns, built at intake.
 //! - [`codes`]: code list labels.
 //! - [`cursor`]: signed keyset cursors.
+//! - `documents`: DocumentAttachment and DocumentRecord, with download links.
 
 pub mod codes;
 pub mod cursor;
+mod documents;
 pub mod listing;
 pub mod summary;
 
@@ -28,6 +30,7 @@ use oxigraph::sparql::QuerySolution;
 use serde_json::{json, Map, Value};
 
 use crate::auth::Caller;
+use crate::documents::Documents;
 use crate::error::{Error, Result};
 use crate::intake::literal;
 use crate::sharing::Sharing;
@@ -115,6 +118,7 @@ pub struct Views {
     cursors: Cursors,
     listing: Arc<Listing>,
     sharing: Arc<Sharing>,
+    documents: Arc<Documents>,
 }
 
 /// A solution's literal or IRI as text.
@@ -150,6 +154,7 @@ impl Views {
         codes: Arc<CodeLists>,
         listing: Arc<Listing>,
         sharing: Arc<Sharing>,
+        documents: Arc<Documents>,
         cursor_key: &[u8],
     ) -> Self {
         Self {
@@ -159,6 +164,7 @@ impl Views {
             cursors: Cursors::new(cursor_key),
             listing,
             sharing,
+            documents,
         }
     }
 
@@ -393,18 +399,21 @@ impl Views {
                         id,
                         at,
                         json,
+                        payload: None,
                         contributor,
                     }),
                     Some("document") => parts.documents.push(Part {
                         id,
                         at,
                         json,
+                        payload: text(&row, "payload").map(|p| parse_json(&p)),
                         contributor,
                     }),
                     Some("system") => parts.system.push(Part {
                         id,
                         at,
                         json,
+                        payload: None,
                         contributor,
                     }),
                     _ => {}
@@ -440,7 +449,13 @@ impl Views {
         );
         view.insert(
             "documents".into(),
-            Value::Array(parts.documents.iter().map(document_record).collect()),
+            Value::Array(
+                parts
+                    .documents
+                    .iter()
+                    .map(|d| self.document_record(d))
+                    .collect(),
+            ),
         );
         view.insert(
             "events".into(),
@@ -485,187 +500,6 @@ impl Views {
             .map(event_view)
             .collect())
     }
-
-    /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.
-    pub fn documents(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Vec<Value>> {
-        let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible)?;
-        Ok(dedupe_documents(
-            &parts.documents,
-            &caller.organization,
-            &self.codes,
-        ))
-    }
-
-    /// `GET /consignments/{id}/documents/{documentId}`.
-    pub fn document(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        id: &str,
-        document_id: &str,
-    ) -> Result<Value> {
-        self.documents(caller, scope, id)?
-            .into_iter()
-            .find(|d| d["documentId"] == document_id)
-            .ok_or_else(|| Error::NotFound("no document with this id is available to you".into()))
-    }
-}
-
-impl Views {
-    /// `GET /documents`: the caller's documents across consignments (or of one), newest first.
-    pub fn all_documents(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        limit: usize,
-        cursor: Option<&str>,
-        consignment: Option<&str>,
-    ) -> Result<Page> {
-        let org = &caller.organization;
-        let list = match consignment {
-            Some(id) => format!("documents:{id}"),
-            None => "documents".to_owned(),
-        };
-        let after = cursor
-            .map(|c| self.cursors.decode(c, &list, org, scope.as_str()))
-            .transpose()?;
-        if let Some(id) = consignment {
-            // One consignment: its (deduplicated) documents, paged in memory — a consignment
-            // holds few documents.
-            let docs = self.documents(caller, scope, id)?;
-            let start = after
-                .as_ref()
-                .and_then(|p| {
-                    docs.iter()
-                        .position(|d| d["id"] == p.id.as_str())
-                        .map(|i| i + 1)
-                })
-                .unwrap_or(0);
-            let rest = &docs[start.min(docs.len())..];
-            let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
-            let cursor = (rest.len() > limit).then(|| {
-                self.cursors.encode(&Position {
-                    list: list.clone(),
-                    org: org.clone(),
-                    scope: scope.as_str().into(),
-                    at: String::new(),
-                    id: page
-                        .last()
-                        .and_then(|d| d["id"].as_str())
-                        .unwrap_or_default()
-                        .into(),
-                })
-            });
-            return Ok(Page {
-                entities: page,
-                cursor,
-            });
-        }
-        let (at, id) = match &after {
-            Some(p) => (p.at.as_str(), p.id.as_str()),
-            None => ("9999-12-31T23:59:59Z", "~"),
-        };
-        let bindings = [
-            ("org", Term::from(NamedNode::new_unchecked(org.as_str()))),
-            (
-                "after",
-                oxigraph::model::Literal::new_typed_literal(at, crate::vocab::xsd("dateTime"))
-                    .into(),
-            ),
-            ("afterNode", literal(id)),
-        ];
-        // Own and shared documents come from one query each, both newest first after the same
-        // position; the page is the newest `limit` of their merge.
-        let mut rows = Vec::with_capacity(2 * limit + 2);
-        for (wanted, query) in [
-            (scope.includes_own(), "documents_page"),
-            (scope.includes_shared(), "shared_documents_page"),
-        ] {
-            if !wanted {
-                continue;
-            }
-            let mut n = 0;
-            self.queries.each(&self.store, query, &bindings, |row| {
-                rows.push(row);
-                n += 1;
-                n <= limit
-            })?;
-        }
-        let key = |row: &QuerySolution| {
-            (
-                instant(&text(row, "at").unwrap_or_default()),
-                text(row, "node").unwrap_or_default(),
-            )
-        };
-        rows.sort_by_key(|row| std::cmp::Reverse(key(row)));
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let cursor = match (more, rows.last()) {
-            (true, Some(last)) => Some(self.cursors.encode(&Position {
-                list,
-                org: org.clone(),
-                scope: scope.as_str().into(),
-                at: text(last, "at").unwrap_or_default(),
-                id: text(last, "node").unwrap_or_default(),
-            })),
-            _ => None,
-        };
-        let entities = rows
-            .iter()
-            .map(|row| attachment(&document_part(row), &self.codes, text(row, "aig")))
-            .collect();
-        Ok(Page { entities, cursor })
-    }
-
-    /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
-    pub fn find_document(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        document_id: &str,
-        consignment: Option<&str>,
-    ) -> Result<Value> {
-        if let Some(id) = consignment {
-            return self.document(caller, scope, id, document_id);
-        }
-        // The caller's own documents first, then those partners added in its circles.
-        for (wanted, query) in [
-            (scope.includes_own(), "document_by_id"),
-            (scope.includes_shared(), "shared_document_by_id"),
-        ] {
-            if !wanted {
-                continue;
-            }
-            let rows = self.queries.select(
-                &self.store,
-                query,
-                &[
-                    ("org", org_term(caller)),
-                    ("documentId", literal(document_id)),
-                ],
-            )?;
-            if let Some(row) = rows.first() {
-                return Ok(attachment(
-                    &document_part(row),
-                    &self.codes,
-                    text(row, "aig"),
-                ));
-            }
-        }
-        Err(Error::NotFound(
-            "no document with this id is available to you".into(),
-        ))
-    }
-}
-
-fn document_part(row: &QuerySolution) -> Part {
-    Part {
-        id: text(row, "node").unwrap_or_default(),
-        at: text(row, "at").unwrap_or_default(),
-        json: parse_json(&text(row, "json").unwrap_or_default()),
-        contributor: text(row, "contributor"),
-    }
 }
 
 #[derive(Default)]
@@ -679,7 +513,10 @@ struct Parts {
 struct Part {
     id: String,
     at: String,
+    /// The stored JSON: an event's payload, a document revision's facts, a system event.
     json: Value,
+    /// A document's payload as sent (for documents recorded before revisions were kept).
+    payload: Option<Value>,
     contributor: Option<String>,
 }
 
@@ -716,74 +553,6 @@ fn event_view(part: &Part) -> Value {
         v.insert("contributor".into(), json!(c));
     }
     Value::Object(v)
-}
-
-fn document_record(part: &Part) -> Value {
-    json!({
-        "@context": [
-            "https://www.w3.org/ns/activitystreams",
-            "https://vocabulary.uncefact.org/unece-context-D23B.jsonld",
-            "https://w3id.org/dataspace-node/ns"
-        ],
-        "type": "Document",
-        "id": part.json.get("identifier").cloned().unwrap_or(Value::Null),
-        "documentRevision": 0,
-        "dateCreated": part.at,
-        "dateModified": part.at,
-        "organizationIdentity": part.contributor,
-    })
-}
-
-/// One entry per documentId: the caller's own newest copy, else the newest a partner shared.
-fn dedupe_documents(parts: &[Part], org: &str, codes: &CodeLists) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    let own = |p: &&Part| p.contributor.as_deref() == Some(org);
-    let ordered = parts
-        .iter()
-        .rev()
-        .filter(own)
-        .chain(parts.iter().rev().filter(|p| !own(p)));
-    for part in ordered {
-        let document_id = part
-            .json
-            .get("identifier")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if out.iter().any(|d| d["documentId"] == document_id) {
-            continue;
-        }
-        out.push(attachment(part, codes, None));
-    }
-    out
-}
-
-/// A DocumentAttachment. Blob metadata, `href` and revisions come with the document store.
-fn attachment(part: &Part, codes: &CodeLists, consignment: Option<String>) -> Value {
-    let document_id = part
-        .json
-        .get("identifier")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let raw = part
-        .json
-        .get("documentTypeCode")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let code = summary::code_of(raw);
-    let mut v = json!({
-        "id": part.id,
-        "documentId": document_id,
-        "documentCode": code,
-        "documentRevision": 0,
-        "history": [],
-    });
-    if let Some(label) = codes.document(code) {
-        v["documentType"] = json!(label);
-    }
-    if let Some(c) = consignment {
-        v["consignmentId"] = json!(c);
-    }
-    v
 }
 
 fn summary_row(row: &QuerySolution) -> Value {

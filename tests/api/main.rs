@@ -3,6 +3,7 @@
 
 mod accounts;
 mod common;
+mod documents;
 mod inbox;
 mod operations;
 mod reads;

@@ -334,6 +334,16 @@ async fn an_agency_contribution_is_seen_by_the_whole_circle_only() {
             )
             .await;
         assert_eq!(one["documentId"], doc_id.as_str());
+        // The partner's document downloads through its signed link, and is the bytes it sent.
+        let bytes = w
+            .node
+            .client
+            .get(one["href"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bytes.status(), StatusCode::OK);
+        assert!(bytes.bytes().await.unwrap().starts_with(b"%PDF-1.4"));
     }
     let own_docs = w
         .json(&w.trader, "/supply-chain/data-space/documents?scope=own")
@@ -343,6 +353,35 @@ async fn an_agency_contribution_is_seen_by_the_whole_circle_only() {
         w.status(
             &w.trader,
             &format!("/supply-chain/data-space/documents/{doc_id}?scope=own")
+        )
+        .await,
+        StatusCode::NOT_FOUND
+    );
+
+    // A document the trader adds reaches the agency the consignment is shared with.
+    let mut own_doc = as_org(example("add-document"), w.trader.org());
+    own_doc["object"]["identifier"] = json!("TRADER-DOC");
+    own_doc["object"]["uRIId"] = json!("data:text/plain;base64,dHJhZGVyJ3MgZG9j");
+    assert_completed(&w.trader.publish(&w.node, &own_doc).await);
+    let seen = w
+        .json(
+            &w.ke,
+            &format!("{LIST}/{IDENTIFIER}/documents/TRADER-DOC?scope=shared"),
+        )
+        .await;
+    assert_eq!(seen["metadata"]["encodingFormat"], "text/plain");
+    let bytes = w
+        .node
+        .client
+        .get(seen["href"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(&bytes.bytes().await.unwrap()[..], b"trader's doc");
+    assert_eq!(
+        w.status(
+            &w.ke,
+            &format!("{LIST}/{IDENTIFIER}/documents/TRADER-DOC?scope=own")
         )
         .await,
         StatusCode::NOT_FOUND

@@ -1,0 +1,348 @@
+//! Document reads: recorded revisions → DocumentAttachment (document endpoints) and
+//! DocumentRecord (inside the consignment view), with download links.
+//!
+//! Links: single-document reads carry a signed link valid for the configured link lifetime;
+//! list reads and the view carry signed links with the (shorter) list lifetime. An external
+//! reference's link is its URL.
+
+use oxigraph::model::{NamedNode, Term};
+use oxigraph::sparql::QuerySolution;
+use serde_json::{json, Map, Value};
+
+use super::cursor::Position;
+use super::{instant, org_term, parse_json, summary, text, Page, Part, Scope, Views};
+use crate::auth::Caller;
+use crate::documents::{LinkUse, Revision};
+use crate::error::{Error, Result};
+use crate::intake::literal;
+
+impl Views {
+    /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.
+    pub fn documents(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        usage: LinkUse,
+    ) -> Result<Vec<Value>> {
+        let visible = self.resolve(caller, scope, id)?;
+        let parts = self.parts(&visible)?;
+        Ok(self.dedupe(&parts.documents, &caller.organization, usage))
+    }
+
+    /// `GET /consignments/{id}/documents/{documentId}`.
+    pub fn document(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        document_id: &str,
+    ) -> Result<Value> {
+        self.documents(caller, scope, id, LinkUse::Single)?
+            .into_iter()
+            .find(|d| d["documentId"] == document_id)
+            .ok_or_else(|| Error::NotFound("no document with this id is available to you".into()))
+    }
+    /// `GET /documents`: the caller's documents across consignments (or of one), newest first.
+    pub fn all_documents(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        limit: usize,
+        cursor: Option<&str>,
+        consignment: Option<&str>,
+    ) -> Result<Page> {
+        let org = &caller.organization;
+        let list = match consignment {
+            Some(id) => format!("documents:{id}"),
+            None => "documents".to_owned(),
+        };
+        let after = cursor
+            .map(|c| self.cursors.decode(c, &list, org, scope.as_str()))
+            .transpose()?;
+        if let Some(id) = consignment {
+            // One consignment: its (deduplicated) documents, paged in memory — a consignment
+            // holds few documents.
+            let docs = self.documents(caller, scope, id, LinkUse::List)?;
+            let start = after
+                .as_ref()
+                .and_then(|p| {
+                    docs.iter()
+                        .position(|d| d["id"] == p.id.as_str())
+                        .map(|i| i + 1)
+                })
+                .unwrap_or(0);
+            let rest = &docs[start.min(docs.len())..];
+            let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
+            let cursor = (rest.len() > limit).then(|| {
+                self.cursors.encode(&Position {
+                    list: list.clone(),
+                    org: org.clone(),
+                    scope: scope.as_str().into(),
+                    at: String::new(),
+                    id: page
+                        .last()
+                        .and_then(|d| d["id"].as_str())
+                        .unwrap_or_default()
+                        .into(),
+                })
+            });
+            return Ok(Page {
+                entities: page,
+                cursor,
+            });
+        }
+        let (at, id) = match &after {
+            Some(p) => (p.at.as_str(), p.id.as_str()),
+            None => ("9999-12-31T23:59:59Z", "~"),
+        };
+        let bindings = [
+            ("org", Term::from(NamedNode::new_unchecked(org.as_str()))),
+            (
+                "after",
+                oxigraph::model::Literal::new_typed_literal(at, crate::vocab::xsd("dateTime"))
+                    .into(),
+            ),
+            ("afterNode", literal(id)),
+        ];
+        // Own and shared documents come from one query each, both newest first after the same
+        // position; the page is the newest `limit` of their merge.
+        let mut rows = Vec::with_capacity(2 * limit + 2);
+        for (wanted, query) in [
+            (scope.includes_own(), "documents_page"),
+            (scope.includes_shared(), "shared_documents_page"),
+        ] {
+            if !wanted {
+                continue;
+            }
+            let mut n = 0;
+            self.queries.each(&self.store, query, &bindings, |row| {
+                rows.push(row);
+                n += 1;
+                n <= limit
+            })?;
+        }
+        let key = |row: &QuerySolution| {
+            (
+                instant(&text(row, "at").unwrap_or_default()),
+                text(row, "node").unwrap_or_default(),
+            )
+        };
+        rows.sort_by_key(|row| std::cmp::Reverse(key(row)));
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let cursor = match (more, rows.last()) {
+            (true, Some(last)) => Some(self.cursors.encode(&Position {
+                list,
+                org: org.clone(),
+                scope: scope.as_str().into(),
+                at: text(last, "at").unwrap_or_default(),
+                id: text(last, "node").unwrap_or_default(),
+            })),
+            _ => None,
+        };
+        let entities = rows
+            .iter()
+            .map(|row| self.attachment(&document_part(row), text(row, "aig"), LinkUse::List))
+            .collect();
+        Ok(Page { entities, cursor })
+    }
+
+    /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
+    pub fn find_document(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        document_id: &str,
+        consignment: Option<&str>,
+    ) -> Result<Value> {
+        if let Some(id) = consignment {
+            return self.document(caller, scope, id, document_id);
+        }
+        // The caller's own documents first, then those partners added in its circles.
+        for (wanted, query) in [
+            (scope.includes_own(), "document_by_id"),
+            (scope.includes_shared(), "shared_document_by_id"),
+        ] {
+            if !wanted {
+                continue;
+            }
+            let rows = self.queries.select(
+                &self.store,
+                query,
+                &[
+                    ("org", org_term(caller)),
+                    ("documentId", literal(document_id)),
+                ],
+            )?;
+            if let Some(row) = rows.first() {
+                return Ok(self.attachment(&document_part(row), text(row, "aig"), LinkUse::Single));
+            }
+        }
+        Err(Error::NotFound(
+            "no document with this id is available to you".into(),
+        ))
+    }
+
+    /// One entry per documentId: the caller's own newest copy, else the newest a partner
+    /// shared.
+    fn dedupe(&self, parts: &[Part], org: &str, usage: LinkUse) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::new();
+        let own = |p: &&Part| p.contributor.as_deref() == Some(org);
+        let ordered = parts
+            .iter()
+            .rev()
+            .filter(own)
+            .chain(parts.iter().rev().filter(|p| !own(p)));
+        for part in ordered {
+            let revision = revision_of(part);
+            if out
+                .iter()
+                .any(|d| d["documentId"] == revision.document_id.as_str())
+            {
+                continue;
+            }
+            out.push(self.attachment(part, None, usage));
+        }
+        out
+    }
+
+    fn href(&self, r: &Revision, usage: LinkUse) -> Option<String> {
+        self.documents.href(
+            r.blob_storage_id.as_deref(),
+            r.encoding_format.as_deref(),
+            r.external_href.as_deref(),
+            usage,
+        )
+    }
+
+    /// A DocumentAttachment.
+    pub(super) fn attachment(
+        &self,
+        part: &Part,
+        consignment: Option<String>,
+        usage: LinkUse,
+    ) -> Value {
+        let r = revision_of(part);
+        let code = summary::code_of(&r.document_type_code);
+        let mut metadata = Map::new();
+        if let Some(f) = &r.encoding_format {
+            metadata.insert("encodingFormat".into(), json!(f));
+        }
+        if let Some(n) = r.blob_size {
+            metadata.insert("blobSize".into(), json!(n));
+        }
+        if let Some(e) = &r.file_extension {
+            metadata.insert("fileExtension".into(), json!(e));
+        }
+        let history: Vec<Value> = r
+            .history
+            .iter()
+            .map(|e| {
+                let href = self.documents.href(
+                    e.blob_storage_id.as_deref(),
+                    e.encoding_format.as_deref(),
+                    e.external_href.as_deref(),
+                    usage,
+                );
+                json!({"id": e.id, "documentRevision": e.document_revision, "href": href})
+            })
+            .collect();
+        let mut v = json!({
+            "id": part.id,
+            "documentId": r.document_id,
+            "documentCode": code,
+            "documentRevision": r.document_revision,
+            "metadata": metadata,
+            "history": history,
+        });
+        if let Some(label) = self.codes.document(code) {
+            v["documentType"] = json!(label);
+        }
+        if let Some(href) = self.href(&r, usage) {
+            v["href"] = json!(href);
+        }
+        if let Some(i) = &r.integrity {
+            v["integrity"] = json!(i);
+        }
+        if let Some(a) = &r.attestation_id {
+            v["attestationId"] = json!(a);
+        }
+        if let Some(c) = consignment {
+            v["consignmentId"] = json!(c);
+        }
+        v
+    }
+
+    /// A DocumentRecord (inside the ConsignmentView).
+    pub(super) fn document_record(&self, part: &Part) -> Value {
+        let r = revision_of(part);
+        let mut v = json!({
+            "@context": [
+                "https://www.w3.org/ns/activitystreams",
+                "https://vocabulary.uncefact.org/unece-context-D23B.jsonld",
+                "https://w3id.org/dataspace-node/ns"
+            ],
+            "type": "Document",
+            "id": r.document_id,
+            "documentRevision": r.document_revision,
+            "dateCreated": r.date_created,
+            "dateModified": r.date_modified,
+            "organizationIdentity": r.organization_identity,
+        });
+        let optional = [
+            ("href", self.href(&r, LinkUse::List)),
+            ("blobStorageId", r.blob_storage_id.clone()),
+            ("integrity", r.integrity.clone()),
+            ("attestationId", r.attestation_id.clone()),
+            (
+                "userIdentity",
+                Some(r.user_identity.clone()).filter(|u| !u.is_empty()),
+            ),
+        ];
+        for (name, value) in optional {
+            if let Some(value) = value {
+                v[name] = json!(value);
+            }
+        }
+        v
+    }
+}
+
+/// A document part's revision: its recorded facts, or — for a document recorded before the
+/// node kept revisions — what its payload says (revision 0, its URL as an external link).
+pub(super) fn revision_of(part: &Part) -> Revision {
+    if let Ok(r) = serde_json::from_value::<Revision>(part.json.clone()) {
+        return r;
+    }
+    let payload = part.payload.as_ref().unwrap_or(&Value::Null);
+    let field = |k: &str| {
+        payload
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let uri = field("uRIId");
+    Revision {
+        document_id: field("identifier"),
+        document_type_code: field("documentTypeCode"),
+        date_created: part.at.clone(),
+        date_modified: part.at.clone(),
+        organization_identity: part.contributor.clone().unwrap_or_default(),
+        external_href: (uri.starts_with("http://") || uri.starts_with("https://"))
+            .then(|| uri.clone()),
+        content_key: uri,
+        ..Revision::default()
+    }
+}
+
+fn document_part(row: &QuerySolution) -> Part {
+    Part {
+        id: text(row, "node").unwrap_or_default(),
+        at: text(row, "at").unwrap_or_default(),
+        json: parse_json(&text(row, "json").unwrap_or_default()),
+        payload: text(row, "payload").map(|p| parse_json(&p)),
+        contributor: text(row, "contributor"),
+    }
+}
