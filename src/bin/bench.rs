@@ -34,20 +34,27 @@ struct Args {
     /// How many of those policies match the benchmark consignment (0, 1 or 2).
     #[arg(long, default_value_t = 2)]
     matching: usize,
+    /// Documents added (one at a time, each new content, as a `data:` URL) after the runs.
+    #[arg(long, default_value_t = 0)]
+    documents: usize,
+    /// Size of each added document, in bytes.
+    #[arg(long, default_value_t = 100_000)]
+    document_bytes: usize,
 }
 
 const EXAMPLE: &str = include_str!("../../tests/fixtures/examples/create-consignment.json");
+const ADD_DOCUMENT: &str = include_str!("../../tests/fixtures/examples/add-document.json");
 
 struct Sample {
     latency: Duration,
     /// Statements the node wrote for the activity (the task's `result`).
     written: i64,
-    /// parse, expand, shapes, store, route (ms), from Server-Timing.
-    stages: [f64; 5],
+    /// parse, expand, shapes, store, route, fetch (ms), from Server-Timing.
+    stages: [f64; 6],
 }
 
-fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 5] {
-    let mut out = [0.0; 5];
+fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 6] {
+    let mut out = [0.0; 6];
     let Some(text) = header.and_then(|h| h.to_str().ok()) else {
         return out;
     };
@@ -59,6 +66,7 @@ fn stages(header: Option<&reqwest::header::HeaderValue>) -> [f64; 5] {
             "shapes" => 2,
             "store" => 3,
             "route" => 4,
+            "fetch" => 5,
             _ => continue,
         };
         out[i] = dur.parse().unwrap_or(0.0);
@@ -76,12 +84,38 @@ struct Client {
 
 impl Client {
     async fn create(&self, n: usize) -> Sample {
+        self.create_with_id(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()))
+            .await
+    }
+
+    async fn create_with_id(&self, n: usize, global_id: &str) -> Sample {
         let mut activity: Value = serde_json::from_str(EXAMPLE).unwrap();
         activity["actor"]["registeredId"]["@value"] = json!(self.org);
-        activity["object"]["globalId"] = json!(format!("urn:uuid:{}", uuid::Uuid::new_v4()));
+        activity["object"]["globalId"] = json!(global_id);
         activity["object"]["identifier"] =
             json!(format!("BENCH-{n}-{}", uuid::Uuid::new_v4().simple()));
-        let body = serde_json::to_vec(&activity).unwrap();
+        self.post(&activity).await
+    }
+
+    /// Adds document `n` (fresh random bytes, a `data:` URL) to consignment `global_id`.
+    async fn add_document(&self, n: usize, global_id: &str, size: usize) -> Sample {
+        use base64::Engine;
+        use rand::RngCore;
+        let mut bytes = vec![0u8; size];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        let mut activity: Value = serde_json::from_str(ADD_DOCUMENT).unwrap();
+        activity["actor"]["registeredId"]["@value"] = json!(self.org);
+        activity["target"]["globalId"] = json!(global_id);
+        activity["object"]["identifier"] = json!(format!("DOC-{n}"));
+        activity["object"]["uRIId"] = json!(format!(
+            "data:application/pdf;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&bytes)
+        ));
+        self.post(&activity).await
+    }
+
+    async fn post(&self, activity: &Value) -> Sample {
+        let body = serde_json::to_vec(activity).unwrap();
         let t = Instant::now();
         let r = self
             .http
@@ -469,6 +503,22 @@ fn main() {
             for t in tasks {
                 t.await.unwrap();
             }
+        }
+        if args.documents > 0 {
+            let target = format!("urn:uuid:{}", uuid::Uuid::new_v4());
+            client.create_with_id(0, &target).await;
+            let t = Instant::now();
+            let mut samples = Vec::with_capacity(args.documents);
+            for n in 0..args.documents {
+                samples.push(client.add_document(n, &target, args.document_bytes).await);
+            }
+            report(
+                &format!("Add document, {} B data: URL, concurrency 1", args.document_bytes),
+                &samples,
+                t.elapsed(),
+            );
+            let fetch = samples.iter().map(|s| s.stages[5]).sum::<f64>() / samples.len() as f64;
+            println!("(documents: decode + blob write + fsync, mean {fetch:.3} ms of the above)");
         }
         if args.consignments > 0 {
             let ids = reads(&client, &base, args.reads).await;

@@ -212,6 +212,22 @@ async fn a_data_url_document_round_trips_with_integrity_and_attestation() {
         .await
         .unwrap();
     assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    // The graph names the blob instead of carrying the bytes (object, payload and activity).
+    let dir = node.stop().await;
+    let store = oxigraph::store::Store::open(dir.path().join("store")).unwrap();
+    let encoded = STANDARD.encode(PDF);
+    let mut uris = 0;
+    for quad in store.iter() {
+        let quad = quad.unwrap();
+        if let oxigraph::model::Term::Literal(l) = &quad.object {
+            assert!(!l.value().contains(&encoded), "{quad}");
+        }
+        if quad.predicate.as_str() == "https://vocabulary.uncefact.org/uRIId" {
+            assert_eq!(quad.object.to_string(), format!("\"blob:local:{hex}\""));
+            uris += 1;
+        }
+    }
+    assert_eq!(uris, 1);
 }
 
 /// Checks the attestation's JWS with the public key it names, and that its claims are the
