@@ -70,6 +70,14 @@ pub struct Config {
     /// seconds (shorter: lists are fetched often and their links are rarely followed).
     #[arg(long, env = "DATASPACE_NODE_LIST_LINK_TTL_SECS", default_value_t = 300)]
     pub list_link_ttl_secs: u64,
+
+    /// Time limit of one SPARQL query's evaluation, in seconds (503 beyond).
+    #[arg(long, env = "DATASPACE_NODE_SPARQL_TIMEOUT_SECS", default_value_t = 10)]
+    pub sparql_timeout_secs: u64,
+
+    /// Most results (rows or triples) one SPARQL query may return (400 beyond).
+    #[arg(long, env = "DATASPACE_NODE_SPARQL_MAX_ROWS", default_value_t = 10_000)]
+    pub sparql_max_rows: usize,
 }
 
 impl Config {
@@ -89,6 +97,8 @@ impl Config {
             document_max_bytes: 20 * 1024 * 1024,
             link_ttl_secs: 900,
             list_link_ttl_secs: 300,
+            sparql_timeout_secs: 10,
+            sparql_max_rows: 10_000,
         }
     }
 

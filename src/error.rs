@@ -28,6 +28,10 @@ pub enum Error {
     /// 405 `GeneralError`.
     #[error("method not allowed on this path")]
     MethodNotAllowed,
+
+    /// No representation the client accepts; lists what the endpoint offers.
+    #[error("none of the accepted media types is available here; available: {0}")]
+    NotAcceptable(String),
     /// 413 `GeneralError`.
     #[error("request body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },

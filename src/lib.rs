@@ -15,6 +15,7 @@
 //! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
+//! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
 //! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`.
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
 
@@ -29,6 +30,7 @@ pub mod intake;
 pub mod node;
 pub mod secrets;
 pub mod sharing;
+pub mod sparql;
 pub mod store;
 pub mod views;
 pub mod vocab;

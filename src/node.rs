@@ -14,6 +14,7 @@ use crate::identity::NodeIdentity;
 use crate::intake::Intake;
 use crate::secrets;
 use crate::sharing::Sharing;
+use crate::sparql::Sparql;
 use crate::store::{Queries, Store};
 use crate::views::codes::CodeLists;
 use crate::views::listing::Listing;
@@ -30,6 +31,7 @@ pub struct Node {
     pub views: Views,
     pub sharing: Arc<Sharing>,
     pub documents: Arc<Documents>,
+    pub sparql: Sparql,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
     /// end, so the graceful shutdown does not wait for them forever.
     pub closing: tokio::sync::watch::Sender<bool>,
@@ -121,6 +123,13 @@ impl Node {
             documents.clone(),
             &cursor_key,
         );
+        let sparql = Sparql::new(
+            store.clone(),
+            queries.clone(),
+            sharing.clone(),
+            std::time::Duration::from_secs(config.sparql_timeout_secs),
+            config.sparql_max_rows,
+        );
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
             config,
@@ -133,6 +142,7 @@ impl Node {
             views,
             sharing,
             documents,
+            sparql,
             closing: tokio::sync::watch::channel(false).0,
         })
     }

@@ -31,6 +31,7 @@ impl IntoResponse for Error {
             Error::NotFound(_) => general(StatusCode::NOT_FOUND, message, Map::new()),
             Error::Conflict(_) => general(StatusCode::CONFLICT, message, Map::new()),
             Error::MethodNotAllowed => general(StatusCode::METHOD_NOT_ALLOWED, message, Map::new()),
+            Error::NotAcceptable(_) => general(StatusCode::NOT_ACCEPTABLE, message, Map::new()),
             Error::PayloadTooLarge { limit } => {
                 let mut properties = Map::new();
                 properties.insert("limitBytes".into(), json!(limit));

@@ -6,9 +6,11 @@ mod documents;
 pub mod error;
 pub mod extract;
 mod inbox;
+mod negotiate;
 mod ops;
 mod reads;
 mod sharing;
+mod sparql;
 
 use std::sync::Arc;
 
@@ -68,6 +70,10 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/attestations/{id}",
             get(documents::attestation),
+        )
+        .route(
+            "/supply-chain/data-space/sparql",
+            get(sparql::get).post(sparql::post),
         )
         .route(
             "/supply-chain/data-space/policies",

@@ -39,6 +39,7 @@ pub const SOURCES: &[(&str, &str)] = sources![
     "notification_numbers",
     "document_current",
     "attestation",
+    "readable_records",
 ];
 
 pub struct Queries {

@@ -70,11 +70,11 @@ impl Scope {
         }
     }
 
-    fn includes_own(self) -> bool {
+    pub(crate) fn includes_own(self) -> bool {
         matches!(self, Scope::Own | Scope::All)
     }
 
-    fn includes_shared(self) -> bool {
+    pub(crate) fn includes_shared(self) -> bool {
         matches!(self, Scope::Shared | Scope::All)
     }
 }

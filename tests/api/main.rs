@@ -9,3 +9,4 @@ mod operations;
 mod reads;
 mod sessions;
 mod sharing;
+mod sparql;

@@ -16,12 +16,12 @@ const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
 const IDENTIFIER: &str = "FWD-2026-000417";
 
 /// A user session presented with the node operator's key: what manages policies.
-struct Operator {
+pub struct Operator {
     token: String,
 }
 
 impl Operator {
-    async fn new(node: &TestNode) -> Self {
+    pub async fn new(node: &TestNode) -> Self {
         let admin = node
             .create_account(OPERATOR_KEY, "operator@node.example", None)
             .await;
@@ -50,7 +50,7 @@ impl Operator {
     }
 
     /// Stores a policy and returns it as the node answered.
-    async fn policy(&self, node: &TestNode, body: Value) -> Value {
+    pub async fn policy(&self, node: &TestNode, body: Value) -> Value {
         let r = self.send(node, Method::POST, POLICIES, Some(&body)).await;
         assert_eq!(r.status(), StatusCode::CREATED, "{body}");
         json_body(r).await
@@ -61,7 +61,7 @@ fn target(node: &TestNode) -> String {
     format!("{}/supply-chain/data-space/consignments", node.base)
 }
 
-fn rule(node: &TestNode, assignee: &str, operand: &str, operator: &str, right: Value) -> Value {
+pub fn rule(node: &TestNode, assignee: &str, operand: &str, operator: &str, right: Value) -> Value {
     json!({
         "@context": "http://www.w3.org/ns/odrl.jsonld",
         "@type": "Set",

@@ -1,0 +1,197 @@
+//! `/supply-chain/data-space/sparql`: the SPARQL 1.1 Protocol (query operation) — GET with
+//! `query=`, POST form-encoded, POST `application/sparql-query`.
+
+use std::sync::Arc;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use oxigraph::io::{RdfFormat, RdfSerializer};
+use oxigraph::sparql::results::{QueryResultsFormat, QueryResultsSerializer};
+use oxigraph::sparql::CancellationToken;
+
+use super::extract::Body;
+use super::negotiate::negotiate;
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::node::Node;
+use crate::sparql::{Answer, Form, Protocol, Sparql};
+use crate::views::Scope;
+
+/// SELECT / ASK results; the first is the default.
+const RESULTS: &[(&str, Form)] = &[
+    ("application/sparql-results+json", Form::Results),
+    ("application/sparql-results+xml", Form::Results),
+    ("text/csv", Form::Results),
+    ("text/tab-separated-values", Form::Results),
+    ("application/json", Form::Results),
+];
+
+/// CONSTRUCT / DESCRIBE graphs; the first is the default.
+const GRAPHS: &[(&str, Form)] = &[
+    ("text/turtle", Form::Graph),
+    ("application/n-triples", Form::Graph),
+    ("application/n-quads", Form::Graph),
+    ("application/ld+json", Form::Graph),
+    ("application/rdf+xml", Form::Graph),
+];
+
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response> {
+    let params = pairs(raw.as_deref().unwrap_or("").as_bytes());
+    let query = single(&params, "query")?
+        .ok_or_else(|| Error::invalid_field("query", "the query parameter is required"))?;
+    answer(node, caller, &headers, &params, query).await
+}
+
+pub async fn post(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+    body: Body,
+) -> Result<Response> {
+    let mut params = pairs(raw.as_deref().unwrap_or("").as_bytes());
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let query = match content_type.as_str() {
+        "application/sparql-query" => {
+            if single(&params, "query")?.is_some() {
+                return Err(Error::invalid_field(
+                    "query",
+                    "a query sent as the body must not also be a parameter",
+                ));
+            }
+            String::from_utf8(body.0.to_vec())
+                .map_err(|_| Error::invalid_field("query", "the query is not UTF-8"))?
+        }
+        "application/x-www-form-urlencoded" => {
+            params.extend(pairs(&body.0));
+            single(&params, "query")?
+                .ok_or_else(|| Error::invalid_field("query", "the query parameter is required"))?
+        }
+        "application/sparql-update" => return Err(read_only()),
+        other => {
+            return Err(Error::bad_request(format!(
+                "POST takes application/sparql-query or application/x-www-form-urlencoded, not {other:?}"
+            )))
+        }
+    };
+    answer(node, caller, &headers, &params, query).await
+}
+
+fn read_only() -> Error {
+    Error::Forbidden("this endpoint answers queries only; SPARQL Update is not accepted".into())
+}
+
+fn pairs(bytes: &[u8]) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(bytes).into_owned().collect()
+}
+
+fn single(params: &[(String, String)], name: &str) -> Result<Option<String>> {
+    let mut values = params.iter().filter(|(k, _)| k == name).map(|(_, v)| v);
+    let first = values.next().cloned();
+    if values.next().is_some() {
+        return Err(Error::invalid_field(
+            name,
+            format!("{name} is given more than once"),
+        ));
+    }
+    Ok(first)
+}
+
+async fn answer(
+    node: Arc<Node>,
+    caller: Caller,
+    headers: &HeaderMap,
+    params: &[(String, String)],
+    query: String,
+) -> Result<Response> {
+    if params.iter().any(|(k, _)| k == "update") {
+        return Err(read_only());
+    }
+    let scope = Scope::parse(single(params, "scope")?.as_deref())?;
+    let protocol = Protocol {
+        default_graphs: all(params, "default-graph-uri"),
+        named_graphs: all(params, "named-graph-uri"),
+    };
+    let parsed = Sparql::parse(&query)?;
+    let offers = match parsed.form {
+        Form::Results => RESULTS,
+        Form::Graph => GRAPHS,
+    };
+    let (media_type, _) = negotiate(headers, offers)?;
+    // The time limit: the caller is answered when it passes, and the token makes the
+    // evaluation stop at its next read of the store (a join over rows already in memory may
+    // run on a little; see docs/API.md).
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    // Evaluation and serialisation are store reads and CPU work.
+    let worker = node.clone();
+    let work = tokio::task::spawn_blocking(move || {
+        let answer = worker
+            .sparql
+            .run(&caller, scope, parsed, &protocol, cancel)?;
+        serialize(answer, media_type)
+    });
+    let bytes = tokio::select! {
+        done = work => done?,
+        () = tokio::time::sleep(node.sparql.timeout()) => {
+            stop.cancel();
+            Err(crate::sparql::timed_out())
+        }
+    };
+    let mut response = bytes?.into_response();
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
+    h.insert(header::VARY, HeaderValue::from_static("accept"));
+    Ok(response)
+}
+
+fn all(params: &[(String, String)], name: &str) -> Vec<String> {
+    params
+        .iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+fn serialize(answer: Answer, media_type: &str) -> Result<Vec<u8>> {
+    let io = |e: std::io::Error| Error::internal(format!("serialising SPARQL results: {e}"));
+    match answer {
+        Answer::Solutions { variables, rows } => {
+            let format =
+                QueryResultsFormat::from_media_type(media_type).unwrap_or(QueryResultsFormat::Json);
+            let mut out = QueryResultsSerializer::from_format(format)
+                .serialize_solutions_to_writer(Vec::new(), variables)
+                .map_err(io)?;
+            for row in &rows {
+                out.serialize(row).map_err(io)?;
+            }
+            out.finish().map_err(io)
+        }
+        Answer::Boolean(value) => {
+            let format =
+                QueryResultsFormat::from_media_type(media_type).unwrap_or(QueryResultsFormat::Json);
+            QueryResultsSerializer::from_format(format)
+                .serialize_boolean_to_writer(Vec::new(), value)
+                .map_err(io)
+        }
+        Answer::Graph(triples) => {
+            let format = RdfFormat::from_media_type(media_type).unwrap_or(RdfFormat::Turtle);
+            let mut out = RdfSerializer::from_format(format).for_writer(Vec::new());
+            for t in &triples {
+                out.serialize_triple(t).map_err(io)?;
+            }
+            out.finish().map_err(io)
+        }
+    }
+}

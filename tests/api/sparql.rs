@@ -1,0 +1,418 @@
+//! The SPARQL endpoint: per-organisation isolation, sharing, protocol forms, formats, limits.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::inbox::{as_org, assert_completed, example, Session};
+use crate::sharing::{rule, Operator};
+
+const SPARQL: &str = "/supply-chain/data-space/sparql";
+const PREFIXES: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> \
+                        PREFIX unece: <https://vocabulary.uncefact.org/> ";
+
+async fn query(
+    node: &TestNode,
+    who: &Session,
+    q: &str,
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut params = vec![("query", q)];
+    params.extend_from_slice(extra);
+    node.client
+        .get(node.url(SPARQL))
+        .query(&params)
+        .header("x-api-key", &who.account.api_key)
+        .bearer_auth(&who.token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// SELECT results (SPARQL JSON) as rows of variable → value.
+async fn rows(node: &TestNode, who: &Session, q: &str, extra: &[(&str, &str)]) -> Vec<Value> {
+    let r = query(node, who, &format!("{PREFIXES}{q}"), extra).await;
+    assert_eq!(r.status(), StatusCode::OK, "{q}");
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/sparql-results+json"
+    );
+    let body = json_body(r).await;
+    body["results"]["bindings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let mut row = serde_json::Map::new();
+            for (k, v) in b.as_object().unwrap() {
+                row.insert(k.clone(), v["value"].clone());
+            }
+            Value::Object(row)
+        })
+        .collect()
+}
+
+/// A trader with the example consignment (entering at KEMBA, Kenya), an outsider with its own
+/// consignment, and the Kenyan border agency with its rule.
+struct Setup {
+    node: TestNode,
+    trader: Session,
+    outsider: Session,
+    agency: Session,
+}
+
+async fn setup(node: TestNode) -> Setup {
+    let operator = Operator::new(&node).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let outsider = Session::new(&node, "analyst@elsewhere.example").await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    operator
+        .policy(
+            &node,
+            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    trader.publish_example(&node, "create-consignment").await;
+    let mut other = as_org(example("create-consignment"), outsider.org());
+    other["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-00000000b0b0");
+    other["object"]["identifier"] = json!("OUTSIDER-1");
+    // Not routed to the agency: its port of entry is in Tanzania.
+    other["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
+        ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("TZDAR");
+    assert_completed(&outsider.publish(&node, &other).await);
+    Setup {
+        node,
+        trader,
+        outsider,
+        agency,
+    }
+}
+
+#[tokio::test]
+async fn an_organisation_queries_only_its_own_graphs() {
+    let s = setup(TestNode::start().await).await;
+    let graphs_of = |rows: Vec<Value>| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["g"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all_graphs = "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }";
+    let trader_graphs = graphs_of(rows(&s.node, &s.trader, all_graphs, &[]).await);
+    let outsider_graphs = graphs_of(rows(&s.node, &s.outsider, all_graphs, &[]).await);
+    assert_eq!(trader_graphs.len(), 1, "{trader_graphs:?}");
+    assert_eq!(outsider_graphs.len(), 1, "{outsider_graphs:?}");
+    assert_ne!(trader_graphs, outsider_graphs);
+    let trader_graph = &trader_graphs[0];
+
+    // Everything the outsider can reach, by any route, holds nothing of the trader's.
+    let attacks = [
+        "SELECT ?s ?p ?o WHERE { ?s ?p ?o }".to_owned(),
+        "SELECT ?g ?s WHERE { GRAPH ?g { ?s ?p ?o } }".to_owned(),
+        format!("SELECT ?s WHERE {{ GRAPH <{trader_graph}> {{ ?s ?p ?o }} }}"),
+        format!("SELECT ?s FROM <{trader_graph}> WHERE {{ ?s ?p ?o }}"),
+        format!("SELECT ?s FROM NAMED <{trader_graph}> WHERE {{ GRAPH ?g {{ ?s ?p ?o }} }}"),
+        "SELECT ?s WHERE { GRAPH <urn:dataspace-node:system:accounts> { ?s ?p ?o } }".to_owned(),
+        "SELECT ?s WHERE { GRAPH <urn:dataspace-node:system:consignments> { ?s ?p ?o } }"
+            .to_owned(),
+        "SELECT ?h WHERE { ?u dsn:passwordHash ?h }".to_owned(),
+        "SELECT ?x ?y WHERE { ?x (<urn:x:none>|!<urn:x:none>)+ ?y }".to_owned(),
+        "SELECT ?s WHERE { FILTER EXISTS { ?s ?p ?o } ?s ?p2 ?o2 }".to_owned(),
+        "SELECT ?s WHERE { { SELECT ?s WHERE { GRAPH ?g { ?s ?p ?o } } } }".to_owned(),
+    ];
+    for q in &attacks {
+        for row in rows(&s.node, &s.outsider, q, &[]).await {
+            let text = row.to_string();
+            assert!(!text.contains("FWD-2026-000417"), "{q}: {text}");
+            assert!(!text.contains(trader_graph.as_str()), "{q}: {text}");
+            assert!(!text.contains("system:"), "{q}: {text}");
+            assert!(!text.contains("argon2"), "{q}: {text}");
+        }
+    }
+    let count = "SELECT (COUNT(*) AS ?n) WHERE { ?s unece:identifier \"FWD-2026-000417\" }";
+    assert_eq!(rows(&s.node, &s.outsider, count, &[]).await[0]["n"], "0");
+    assert_ne!(rows(&s.node, &s.trader, count, &[]).await[0]["n"], "0");
+    // The protocol's dataset parameters narrow, never widen.
+    let q = "SELECT ?s WHERE { ?s ?p ?o }";
+    let outsider_graph = outsider_graphs[0].as_str();
+    assert!(rows(
+        &s.node,
+        &s.outsider,
+        q,
+        &[("default-graph-uri", trader_graph)]
+    )
+    .await
+    .is_empty());
+    assert!(!rows(
+        &s.node,
+        &s.outsider,
+        q,
+        &[("default-graph-uri", outsider_graph)]
+    )
+    .await
+    .is_empty());
+    // DESCRIBE of another organisation's node describes nothing.
+    let consignment: Value = rows(
+        &s.node,
+        &s.trader,
+        "SELECT ?c WHERE { ?c a unece:Consignment }",
+        &[],
+    )
+    .await[0]["c"]
+        .clone();
+    let r = query(
+        &s.node,
+        &s.outsider,
+        &format!("DESCRIBE <{}>", consignment.as_str().unwrap()),
+        &[("scope", "all")],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["content-type"], "text/turtle");
+    assert!(r.text().await.unwrap().trim().is_empty());
+    let r = query(
+        &s.node,
+        &s.trader,
+        &format!("DESCRIBE <{}>", consignment.as_str().unwrap()),
+        &[],
+    )
+    .await;
+    assert!(r.text().await.unwrap().contains("FWD-2026-000417"));
+}
+
+#[tokio::test]
+async fn shared_data_is_queryable_by_scope() {
+    let s = setup(TestNode::start().await).await;
+    let per_port = "SELECT ?code (COUNT(?s) AS ?n) WHERE { ?s dsn:portOfEntryCode ?code } GROUP BY ?code ORDER BY ?code";
+    let own = rows(&s.node, &s.agency, per_port, &[("scope", "own")]).await;
+    assert!(own.is_empty(), "{own:?}");
+    let shared = rows(&s.node, &s.agency, per_port, &[("scope", "shared")]).await;
+    assert_eq!(shared, vec![json!({"code": "KEMBA", "n": "1"})]);
+    assert_eq!(rows(&s.node, &s.agency, per_port, &[]).await, shared);
+    // The trader sees its own consignment only, the outsider its own.
+    let trader = rows(&s.node, &s.trader, per_port, &[]).await;
+    assert_eq!(trader, vec![json!({"code": "KEMBA", "n": "1"})]);
+    let outsider = rows(&s.node, &s.outsider, per_port, &[]).await;
+    assert_eq!(outsider, vec![json!({"code": "TZDAR", "n": "1"})]);
+    let r = query(
+        &s.node,
+        &s.agency,
+        "SELECT * WHERE { ?s ?p ?o }",
+        &[("scope", "mine")],
+    )
+    .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+}
+
+#[tokio::test]
+async fn protocol_forms_formats_and_refusals() {
+    let s = setup(TestNode::start().await).await;
+    let (node, trader) = (&s.node, &s.trader);
+    let select = "SELECT ?s WHERE { ?s <https://w3id.org/dataspace-node/ns#portOfEntryCode> ?c }";
+    // POST, form-encoded and as the body.
+    let post = |content_type: &'static str, body: String| {
+        node.client
+            .post(node.url(SPARQL))
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    let form = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("query", select)
+        .finish();
+    let r = post("application/x-www-form-urlencoded", form)
+        .await
+        .unwrap();
+    assert_eq!(
+        json_body(r).await["results"]["bindings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let r = post("application/sparql-query", select.to_owned())
+        .await
+        .unwrap();
+    assert_eq!(
+        json_body(r).await["results"]["bindings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let r = post(
+        "application/sparql-update",
+        "INSERT DATA { <urn:a> <urn:b> <urn:c> }".into(),
+    )
+    .await
+    .unwrap();
+    assert_error(r, StatusCode::FORBIDDEN, "GeneralError").await;
+
+    // Results formats.
+    for (accept, starts) in [
+        ("application/sparql-results+json", "{"),
+        ("application/sparql-results+xml", "<?xml"),
+        ("text/csv", "s\r\n"),
+        ("text/tab-separated-values", "?s\n"),
+    ] {
+        let r = node
+            .client
+            .get(node.url(SPARQL))
+            .query(&[("query", select)])
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .header("accept", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{accept}");
+        assert_eq!(r.headers()["content-type"], accept);
+        let text = r.text().await.unwrap();
+        assert!(text.starts_with(starts), "{accept}: {text}");
+    }
+    let construct = "CONSTRUCT { ?s <urn:id> ?id } WHERE { ?s <https://vocabulary.uncefact.org/identifier> ?id }";
+    for (accept, needle) in [
+        ("text/turtle", "<urn:id>"),
+        ("application/n-triples", "<urn:id>"),
+        ("application/n-quads", "<urn:id>"),
+        ("application/ld+json", "urn:id"),
+        ("application/rdf+xml", "<rdf:RDF"),
+    ] {
+        let r = node
+            .client
+            .get(node.url(SPARQL))
+            .query(&[("query", construct)])
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .header("accept", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{accept}");
+        assert_eq!(r.headers()["content-type"], accept);
+        let text = r.text().await.unwrap();
+        assert!(
+            text.contains(needle) && text.contains("FWD-2026-000417"),
+            "{accept}: {text}"
+        );
+    }
+    let r = node
+        .client
+        .get(node.url(SPARQL))
+        .query(&[("query", select)])
+        .header("x-api-key", &trader.account.api_key)
+        .bearer_auth(&trader.token)
+        .header("accept", "image/png")
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::NOT_ACCEPTABLE, "GeneralError").await;
+    let r = query(
+        node,
+        trader,
+        "ASK { ?s a <https://vocabulary.uncefact.org/Consignment> }",
+        &[],
+    )
+    .await;
+    assert_eq!(json_body(r).await["boolean"], true);
+
+    // Refusals.
+    for (q, status) in [
+        (
+            "SELECT * WHERE { SERVICE <http://127.0.0.1:9/sparql> { ?s ?p ?o } }",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "INSERT DATA { <urn:a> <urn:b> <urn:c> }",
+            StatusCode::FORBIDDEN,
+        ),
+        ("DELETE WHERE { ?s ?p ?o }", StatusCode::FORBIDDEN),
+        ("SELECT WHERE {", StatusCode::BAD_REQUEST),
+    ] {
+        assert_error(query(node, trader, q, &[]).await, status, "GeneralError").await;
+    }
+    let r = node.client.get(node.url(SPARQL)).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = node
+        .client
+        .get(node.url(SPARQL))
+        .header("x-api-key", &trader.account.api_key)
+        .bearer_auth(&trader.token)
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    // Nothing was changed by the refused updates.
+    let n = rows(
+        node,
+        trader,
+        "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
+        &[],
+    )
+    .await;
+    let again = rows(
+        node,
+        trader,
+        "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }",
+        &[],
+    )
+    .await;
+    assert_eq!(n, again);
+}
+
+#[tokio::test]
+async fn the_time_limit_stops_an_expensive_query_and_the_row_cap_holds() {
+    let s = setup(
+        TestNode::start_with(|c| {
+            c.sparql_timeout_secs = 1;
+            c.sparql_max_rows = 5;
+        })
+        .await,
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let expensive =
+        "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o }";
+    let body = assert_error(
+        query(&s.node, &s.trader, expensive, &[]).await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "GeneralError",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("time limit"),
+        "{body}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // The node still answers.
+    let r = s
+        .node
+        .client
+        .get(s.node.url("/health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let body = assert_error(
+        query(&s.node, &s.trader, "SELECT * WHERE { ?s ?p ?o }", &[]).await,
+        StatusCode::BAD_REQUEST,
+        "GeneralError",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("more than 5"),
+        "{body}"
+    );
+    assert_eq!(
+        rows(
+            &s.node,
+            &s.trader,
+            "SELECT * WHERE { ?s ?p ?o } LIMIT 5",
+            &[]
+        )
+        .await
+        .len(),
+        5
+    );
+}
