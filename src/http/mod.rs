@@ -30,6 +30,7 @@ pub fn router(node: Arc<Node>) -> Router {
     let body_limit = node.config.body_limit_bytes;
     Router::new()
         .route("/health", get(ops::health))
+        .route("/openapi.json", get(ops::openapi))
         .route("/authentication/login", post(accounts::login))
         .route("/authentication/login/create", post(accounts::create))
         .route("/authentication/session", get(accounts::session))

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -19,6 +21,14 @@ pub async fn health(State(node): State<Arc<Node>>) -> Result<Json<Value>> {
             Error::Unavailable("the store is not available".into())
         })?;
     Ok(Json(json!({"status": "ok"})))
+}
+
+/// The OpenAPI 3.1 document of every endpoint, written by hand next to the router.
+const OPENAPI: &str = include_str!("openapi.json");
+
+/// `GET /openapi.json`: needs no credentials.
+pub async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
 }
 
 pub async fn not_found() -> Error {
