@@ -563,9 +563,11 @@ fn summary_row(row: &QuerySolution) -> Value {
     let aig = text(row, "aig").unwrap_or_default();
     s.insert("id".into(), json!(aig));
     s.insert("aigId".into(), json!(aig));
+    // The scheduled departure is only the fallback status, never a column of its own.
+    let scheduled = s.remove("scheduledDeparture");
     if let (Some(name), Some(at)) = (text(row, "statusName"), text(row, "statusAt")) {
         s.insert("latestStatus".into(), json!({"name": name, "date": at}));
-    } else if let Some(Value::String(date)) = s.remove("scheduledDeparture") {
+    } else if let Some(Value::String(date)) = scheduled {
         s.insert(
             "latestStatus".into(),
             json!({"name": "scheduledDeparture", "date": date}),

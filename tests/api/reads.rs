@@ -242,6 +242,11 @@ async fn events_and_documents_endpoints() {
         .map(|e| e["typeCode"].as_str().unwrap())
         .collect();
     assert_eq!(codes, vec!["tlip:step-1", "tlip:step-2", "tlip:step-0"]);
+    // With events, the list row's status is the latest event; no internal column shows.
+    let list = ok_json(trader.get(&node, LIST).await).await;
+    let row = &list["entities"][0];
+    assert_eq!(row["latestStatus"]["name"], "tlip:step-0");
+    assert!(row.get("scheduledDeparture").is_none(), "{row}");
     let docs = ok_json(
         trader
             .get(&node, &format!("{LIST}/FWD-2026-000417/documents"))
