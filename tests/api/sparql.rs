@@ -29,6 +29,19 @@ async fn query(
         .unwrap()
 }
 
+/// `q` asked for with one `Accept`.
+async fn query_as(node: &TestNode, who: &Session, q: &str, accept: &str) -> reqwest::Response {
+    node.client
+        .get(node.url(SPARQL))
+        .query(&[("query", q)])
+        .header("x-api-key", &who.account.api_key)
+        .bearer_auth(&who.token)
+        .header("accept", accept)
+        .send()
+        .await
+        .unwrap()
+}
+
 /// SELECT results (SPARQL JSON) as rows of variable → value.
 async fn rows(node: &TestNode, who: &Session, q: &str, extra: &[(&str, &str)]) -> Vec<Value> {
     let r = query(node, who, &format!("{PREFIXES}{q}"), extra).await;
@@ -256,16 +269,7 @@ async fn protocol_forms_formats_and_refusals() {
         ("text/csv", "s\r\n"),
         ("text/tab-separated-values", "?s\n"),
     ] {
-        let r = node
-            .client
-            .get(node.url(SPARQL))
-            .query(&[("query", select)])
-            .header("x-api-key", &trader.account.api_key)
-            .bearer_auth(&trader.token)
-            .header("accept", accept)
-            .send()
-            .await
-            .unwrap();
+        let r = query_as(node, trader, select, accept).await;
         assert_eq!(r.status(), StatusCode::OK, "{accept}");
         assert_eq!(r.headers()["content-type"], accept);
         let text = r.text().await.unwrap();
@@ -279,16 +283,7 @@ async fn protocol_forms_formats_and_refusals() {
         ("application/ld+json", "urn:id"),
         ("application/rdf+xml", "<rdf:RDF"),
     ] {
-        let r = node
-            .client
-            .get(node.url(SPARQL))
-            .query(&[("query", construct)])
-            .header("x-api-key", &trader.account.api_key)
-            .bearer_auth(&trader.token)
-            .header("accept", accept)
-            .send()
-            .await
-            .unwrap();
+        let r = query_as(node, trader, construct, accept).await;
         assert_eq!(r.status(), StatusCode::OK, "{accept}");
         assert_eq!(r.headers()["content-type"], accept);
         let text = r.text().await.unwrap();
@@ -297,16 +292,7 @@ async fn protocol_forms_formats_and_refusals() {
             "{accept}: {text}"
         );
     }
-    let r = node
-        .client
-        .get(node.url(SPARQL))
-        .query(&[("query", select)])
-        .header("x-api-key", &trader.account.api_key)
-        .bearer_auth(&trader.token)
-        .header("accept", "image/png")
-        .send()
-        .await
-        .unwrap();
+    let r = query_as(node, trader, select, "image/png").await;
     assert_error(r, StatusCode::NOT_ACCEPTABLE, "GeneralError").await;
     let r = query(
         node,
