@@ -7,6 +7,7 @@
 
 use oxigraph::model::{NamedNode, Term};
 use oxigraph::sparql::QuerySolution;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::cursor::Position;
@@ -194,15 +195,12 @@ impl Views {
             .rev()
             .filter(own)
             .chain(parts.iter().rev().filter(|p| !own(p)));
+        let mut seen = std::collections::HashSet::new();
         for part in ordered {
             let revision = revision_of(part);
-            if out
-                .iter()
-                .any(|d| d["documentId"] == revision.document_id.as_str())
-            {
-                continue;
+            if seen.insert(revision.document_id.clone()) {
+                out.push(self.attachment_of(part, &revision, None, usage));
             }
-            out.push(self.attachment(part, None, usage));
         }
         out
     }
@@ -223,7 +221,16 @@ impl Views {
         consignment: Option<String>,
         usage: LinkUse,
     ) -> Value {
-        let r = revision_of(part);
+        self.attachment_of(part, &revision_of(part), consignment, usage)
+    }
+
+    fn attachment_of(
+        &self,
+        part: &Part,
+        r: &Revision,
+        consignment: Option<String>,
+        usage: LinkUse,
+    ) -> Value {
         let code = summary::code_of(&r.document_type_code);
         let mut metadata = Map::new();
         if let Some(f) = &r.encoding_format {
@@ -259,7 +266,7 @@ impl Views {
         if let Some(label) = self.codes.document(code) {
             v["documentType"] = json!(label);
         }
-        if let Some(href) = self.href(&r, usage) {
+        if let Some(href) = self.href(r, usage) {
             v["href"] = json!(href);
         }
         if let Some(i) = &r.integrity {
@@ -312,7 +319,7 @@ impl Views {
 /// A document part's revision: its recorded facts, or — for a document recorded before the
 /// node kept revisions — what its payload says (revision 0, its URL as an external link).
 pub(super) fn revision_of(part: &Part) -> Revision {
-    if let Ok(r) = serde_json::from_value::<Revision>(part.json.clone()) {
+    if let Ok(r) = Revision::deserialize(&part.json) {
         return r;
     }
     let payload = part.payload.as_ref().unwrap_or(&Value::Null);
