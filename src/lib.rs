@@ -8,6 +8,7 @@
 //! - [`config`]: the `serve` options, each with an environment fallback.
 //! - [`http`]: routes, extractors, error mapping; handlers only translate HTTP to the domain.
 //! - [`auth`]: API keys, login (argon2id, throttling) and sessions (HS256 JWT) → [`auth::Caller`].
+//! - [`jsonld`]: the shipped contexts compiled once; expansion (intake) and compaction (reads).
 //! - [`intake`]: inbox activities → JSON-LD expansion → shapes → ports → store transaction.
 //! - [`documents`]: a document's bytes (`data:` or allow-listed fetch) → blob store →
 //!   attestation; signed download links.
@@ -27,6 +28,7 @@ pub mod error;
 pub mod http;
 pub mod identity;
 pub mod intake;
+pub mod jsonld;
 pub mod node;
 pub mod secrets;
 pub mod sharing;

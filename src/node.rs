@@ -121,8 +121,9 @@ impl Node {
             listing,
             sharing.clone(),
             documents.clone(),
+            intake.contexts(),
             &cursor_key,
-        );
+        )?;
         let sparql = Sparql::new(
             store.clone(),
             queries.clone(),

@@ -169,7 +169,7 @@ fn report(name: &str, samples: &[Sample], wall: Duration) {
 /// The floor: the same number of quads (the example's expansion, padded to what the node
 /// wrote) inserted straight into a fresh Oxigraph store, one transaction per activity.
 fn raw_oxigraph(activities: usize, quads_per_activity: usize) -> Vec<Duration> {
-    use dataspace_node::intake::jsonld::Expander;
+    use dataspace_node::jsonld::Expander;
     use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
     let contexts = dataspace_node::intake::load_contexts().unwrap();
     let doc: Value = serde_json::from_str(EXAMPLE).unwrap();

@@ -4,14 +4,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use oxigraph::io::RdfFormat;
 use serde_json::{json, Value};
 
 use super::extract::{PathParams, QueryParams};
+use super::negotiate::negotiate;
 use crate::auth::Caller;
 use crate::documents::LinkUse;
 use crate::error::Result;
 use crate::node::Node;
+use crate::views::linked::Linked;
 use crate::views::{parse_limit, Page, Scope};
 
 type Params = QueryParams<HashMap<String, String>>;
@@ -51,16 +56,44 @@ pub async fn list(
     Ok(page_body(page))
 }
 
+/// The representations of one consignment: the REST view first (the default), then linked
+/// data.
+const VIEW: &[(&str, Option<Linked>)] = &[
+    ("application/json", None),
+    ("application/ld+json", Some(Linked::JsonLd)),
+    ("text/turtle", Some(Linked::Rdf(RdfFormat::Turtle))),
+    (
+        "application/n-triples",
+        Some(Linked::Rdf(RdfFormat::NTriples)),
+    ),
+    ("application/n-quads", Some(Linked::Rdf(RdfFormat::NQuads))),
+    ("application/trig", Some(Linked::Rdf(RdfFormat::TriG))),
+];
+
 pub async fn view(
     State(node): State<Arc<Node>>,
     caller: Caller,
+    headers: HeaderMap,
     PathParams(id): PathParams<String>,
     QueryParams(params): Params,
-) -> Result<Json<Value>> {
+) -> Result<Response> {
     let scope = scope(&params)?;
-    Ok(Json(
-        blocking(move || node.views.view(&caller, scope, &id)).await?,
-    ))
+    let (media_type, linked) = negotiate(&headers, VIEW)?;
+    let mut response = match linked {
+        None => Json(blocking(move || node.views.view(&caller, scope, &id)).await?).into_response(),
+        Some(format) => {
+            let body = blocking(move || node.views.linked(&caller, scope, &id, format)).await?;
+            let mut response = body.into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
+            response
+        }
+    };
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("accept"));
+    Ok(response)
 }
 
 pub async fn events(

@@ -8,8 +8,8 @@ use oxigraph::model::{Dataset, GraphName, Quad};
 use serde_json::{json, Map, Value};
 
 use super::activity::{AS_CONTEXT, UNECE_CONTEXT};
-use super::jsonld::{Contexts, Expander};
 use super::load_contexts;
+use crate::jsonld::{Contexts, Expander};
 
 fn context_file(url: &str) -> Option<&'static str> {
     match url {
@@ -53,8 +53,13 @@ fn fast(contexts: &Contexts, doc: &Value) -> Result<Dataset, String> {
     expander
         .document(doc.as_object().ok_or("not an object")?)
         .map_err(|e| e.to_string())?;
+    Ok(canonical(expander.finish().triples))
+}
+
+/// Triples as a canonical default-graph dataset.
+fn canonical(triples: Vec<oxigraph::model::Triple>) -> Dataset {
     let mut dataset = Dataset::new();
-    for t in expander.finish().triples {
+    for t in triples {
         dataset.insert(&Quad::new(
             t.subject,
             t.predicate,
@@ -63,7 +68,7 @@ fn fast(contexts: &Contexts, doc: &Value) -> Result<Dataset, String> {
         ));
     }
     dataset.canonicalize(CanonicalizationAlgorithm::Unstable);
-    Ok(dataset)
+    dataset
 }
 
 fn sorted(d: &Dataset) -> Vec<String> {
@@ -294,4 +299,57 @@ fn both_refuse_unknown_contexts() {
     let doc = json!({"@context": "https://evil.example/ctx", "name": "x"});
     assert!(reference(&doc).is_err());
     assert!(fast(&contexts, &doc).is_err());
+}
+
+/// The node's linked-data output (compacted against D23B, the node's resources in
+/// `@included`) reads back as exactly the same triples through the full processor.
+#[test]
+fn compacted_output_reads_back_alike_in_the_full_processor() {
+    use crate::vocab::{dsn, unece, RDF_JSON};
+    use oxigraph::model::vocab::{rdf, xsd};
+    use oxigraph::model::{Literal, NamedNode, Triple};
+
+    let contexts = load_contexts().unwrap();
+    let compactor = crate::jsonld::Compactor::new(&contexts, UNECE_CONTEXT).unwrap();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/examples/create-consignment.json"
+    );
+    let activity: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut object = activity["object"].as_object().unwrap().clone();
+    object.insert("@context".into(), json!(UNECE_CONTEXT));
+    let root = NamedNode::new_unchecked("urn:dataspace-node:consignment:0");
+    let mut expander = Expander::new(&contexts);
+    expander.fix_subject("", root.clone().into(), false);
+    expander.document(&object).unwrap();
+    let mut triples = expander.finish().triples;
+    let event = NamedNode::new_unchecked("urn:dataspace-node:event:1");
+    triples.extend([
+        Triple::new(event.clone(), rdf::TYPE, unece("SupplyChainEvent")),
+        Triple::new(event.clone(), dsn("consignment"), root.clone()),
+        Triple::new(
+            event.clone(),
+            dsn("occurredAt"),
+            Literal::new_typed_literal("2026-12-01T09:12:00Z", xsd::DATE_TIME),
+        ),
+        Triple::new(
+            event.clone(),
+            dsn("payload"),
+            Literal::new_typed_literal("{\"a\":[1]}", NamedNode::new_unchecked(RDF_JSON)),
+        ),
+        Triple::new(event, dsn("blobSize"), Literal::from(9)),
+    ]);
+    let doc = compactor
+        .compact(&root.into(), &triples, |n| {
+            n.as_str().starts_with("urn:dataspace-node:")
+        })
+        .unwrap();
+    assert_eq!(
+        doc["@included"].as_array().map(Vec::len),
+        Some(1),
+        "{doc:#}"
+    );
+    let expected = canonical(triples);
+    let read = reference(&doc).unwrap_or_else(|e| panic!("{e}\n{doc:#}"));
+    assert_eq!(sorted(&read), sorted(&expected), "{doc:#}");
 }

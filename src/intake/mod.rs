@@ -2,7 +2,7 @@
 //! derivation → one transaction in the store, answered with an activity log entry.
 //!
 //! - [`activity`]: request-level checks (400/403) and the canonical form used for idempotency.
-//! - [`jsonld`]: offline expansion with the contexts compiled at start-up.
+//! - [`crate::jsonld`]: offline expansion with the contexts compiled at start-up.
 //! - [`shapes`]: SHACL shapes from `shapes/*.ttl`, interpreted.
 //! - [`ports`]: port of exit / entry from index 0 of the movements' events.
 //! - [`record`]: what a successful activity writes.
@@ -11,7 +11,6 @@
 pub mod activity;
 #[cfg(test)]
 mod conformance;
-pub mod jsonld;
 pub mod log;
 pub mod ports;
 pub mod record;
@@ -29,12 +28,12 @@ use crate::auth::Caller;
 use crate::documents::{Content, Documents};
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
+use crate::jsonld::{Contexts, Expander, Expansion};
 use crate::sharing::{Effects, Sharing};
 use crate::store::{graphs, Queries, Store};
 use crate::views::codes::CodeLists;
 use crate::views::listing::{self, Listing};
 use activity::{Activity, Kind};
-use jsonld::{Contexts, Expander, Expansion};
 use log::{Entry, TaskError};
 use ports::Ports;
 use shapes::{Failure, Index, Shapes};
@@ -60,7 +59,7 @@ pub struct Outcome {
 }
 
 pub struct Intake {
-    contexts: Contexts,
+    contexts: Arc<Contexts>,
     shapes: Shapes,
     countries: Arc<HashSet<String>>,
     store: Arc<Store>,
@@ -123,7 +122,7 @@ impl Intake {
         documents: Arc<Documents>,
         credential_key: &[u8],
     ) -> Result<Self> {
-        let contexts = load_contexts()?;
+        let contexts = Arc::new(load_contexts()?);
         let vocabulary = contexts.property_kinds(activity::UNECE_CONTEXT);
         let shapes = Shapes::load(vocabulary).map_err(Error::internal)?;
         Ok(Self {
@@ -145,7 +144,7 @@ impl Intake {
         &self.countries
     }
 
-    pub fn contexts(&self) -> &Contexts {
+    pub fn contexts(&self) -> &Arc<Contexts> {
         &self.contexts
     }
 

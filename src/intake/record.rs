@@ -16,7 +16,6 @@ use oxigraph::store::Transaction;
 use serde_json::{json, Value};
 
 use super::activity::{Activity, Kind};
-use super::jsonld::Expansion;
 use super::log::{self, Entry, TaskError};
 use super::ports::{string_value, Port, Ports};
 use super::{literal, new_hex};
@@ -24,6 +23,7 @@ use crate::auth::Caller;
 use crate::documents::attest::{Attestor, Claims};
 use crate::documents::{Content, Earlier, Revision};
 use crate::error::{Error, Result};
+use crate::jsonld::Expansion;
 use crate::sharing::policy::Facts;
 use crate::sharing::{Effects, Routed, Sharing};
 use crate::store::{graphs, Queries};

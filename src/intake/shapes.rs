@@ -18,7 +18,7 @@ use oxigraph::model::{Graph, NamedNode, NamedNodeRef, NamedOrBlankNode, Term, Te
 use regex::Regex;
 use serde::Serialize;
 
-use super::jsonld::PropertyKind;
+use crate::jsonld::PropertyKind;
 use crate::vocab::DSN;
 
 const SH: &str = "http://www.w3.org/ns/shacl#";
@@ -88,7 +88,7 @@ pub struct Index<'a> {
 }
 
 impl<'a> Index<'a> {
-    pub fn new(expansion: &'a super::jsonld::Expansion) -> Self {
+    pub fn new(expansion: &'a crate::jsonld::Expansion) -> Self {
         let mut out: HashMap<&NamedOrBlankNode, Vec<&Triple>> = HashMap::new();
         for t in &expansion.triples {
             out.entry(&t.subject).or_default().push(t);

@@ -16,10 +16,12 @@
 //! - [`codes`]: code list labels.
 //! - [`cursor`]: signed keyset cursors.
 //! - `documents`: DocumentAttachment and DocumentRecord, with download links.
+//! - [`linked`]: a consignment as JSON-LD (compacted against D23B), Turtle, N-Quads, ...
 
 pub mod codes;
 pub mod cursor;
 mod documents;
+pub mod linked;
 pub mod listing;
 pub mod summary;
 
@@ -33,6 +35,7 @@ use crate::auth::Caller;
 use crate::documents::Documents;
 use crate::error::{Error, Result};
 use crate::intake::literal;
+use crate::jsonld::{Compactor, Contexts};
 use crate::sharing::Sharing;
 use crate::store::{graphs, Queries, Store};
 use codes::CodeLists;
@@ -119,6 +122,7 @@ pub struct Views {
     listing: Arc<Listing>,
     sharing: Arc<Sharing>,
     documents: Arc<Documents>,
+    compactor: Compactor,
 }
 
 /// A solution's literal or IRI as text.
@@ -148,6 +152,8 @@ fn parse_json(s: &str) -> Value {
 const NOT_FOUND: &str = "no consignment with this id is available to you";
 
 impl Views {
+    // One argument per service the reads use; a struct of them would only rename this.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Arc<Store>,
         queries: Arc<Queries>,
@@ -155,9 +161,12 @@ impl Views {
         listing: Arc<Listing>,
         sharing: Arc<Sharing>,
         documents: Arc<Documents>,
+        contexts: &Contexts,
         cursor_key: &[u8],
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        let compactor = Compactor::new(contexts, crate::intake::activity::UNECE_CONTEXT)
+            .map_err(Error::internal)?;
+        Ok(Self {
             store,
             queries,
             codes,
@@ -165,7 +174,8 @@ impl Views {
             listing,
             sharing,
             documents,
-        }
+            compactor,
+        })
     }
 
     /// `GET /consignments`: the caller's consignments (`own`), those shared with it

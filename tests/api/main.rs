@@ -5,6 +5,7 @@ mod accounts;
 mod common;
 mod documents;
 mod inbox;
+mod linked;
 mod openapi;
 mod operations;
 mod reads;
