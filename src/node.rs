@@ -118,7 +118,7 @@ impl Node {
             store.clone(),
             queries.clone(),
             codes,
-            listing,
+            listing.clone(),
             sharing.clone(),
             documents.clone(),
             intake.contexts(),
@@ -126,8 +126,8 @@ impl Node {
         )?;
         let sparql = Sparql::new(
             store.clone(),
-            queries.clone(),
             sharing.clone(),
+            listing,
             std::time::Duration::from_secs(config.sparql_timeout_secs),
             config.sparql_max_rows,
         );

@@ -42,6 +42,32 @@ struct Args {
     document_bytes: usize,
 }
 
+/// Ports of entry of the fill-up consignments.
+const PORTS: &[&str] = &[
+    "KEMBA", "TZDAR", "NLRTM", "SGSIN", "BEANR", "DEHAM", "CNSHA", "USNYC",
+];
+
+/// The analysts' aggregate of the benchmark: consignments per port of entry per month.
+const AGGREGATE: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#>
+SELECT ?port ?month (COUNT(?consignment) AS ?consignments) WHERE {
+  ?summary dsn:summarizes ?consignment ;
+           dsn:portOfEntryCode ?port ;
+           dsn:dateOfEntry ?date .
+  BIND(SUBSTR(STR(?date), 1, 7) AS ?month)
+} GROUP BY ?port ?month ORDER BY ?port ?month";
+
+/// The same aggregate written for a plain store where every graph is readable: the pattern in
+/// one `GRAPH ?g` (no union default graph to merge).
+const AGGREGATE_BY_GRAPH: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#>
+SELECT ?port ?month (COUNT(?consignment) AS ?consignments) WHERE {
+  GRAPH ?g {
+    ?summary dsn:summarizes ?consignment ;
+             dsn:portOfEntryCode ?port ;
+             dsn:dateOfEntry ?date .
+  }
+  BIND(SUBSTR(STR(?date), 1, 7) AS ?month)
+} GROUP BY ?port ?month ORDER BY ?port ?month";
+
 const EXAMPLE: &str = include_str!("../../tests/fixtures/examples/create-consignment.json");
 const ADD_DOCUMENT: &str = include_str!("../../tests/fixtures/examples/add-document.json");
 
@@ -89,11 +115,28 @@ impl Client {
     }
 
     async fn create_with_id(&self, n: usize, global_id: &str) -> Sample {
+        self.post(&self.consignment(n, global_id)).await
+    }
+
+    fn consignment(&self, n: usize, global_id: &str) -> Value {
         let mut activity: Value = serde_json::from_str(EXAMPLE).unwrap();
         activity["actor"]["registeredId"]["@value"] = json!(self.org);
         activity["object"]["globalId"] = json!(global_id);
         activity["object"]["identifier"] =
             json!(format!("BENCH-{n}-{}", uuid::Uuid::new_v4().simple()));
+        activity
+    }
+
+    /// A consignment entering at one of a few ports on one of 365 days (the fill-up for the
+    /// read measurements, so that aggregates have groups).
+    async fn create_varied(&self, n: usize) -> Sample {
+        let mut activity = self.consignment(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()));
+        let arrival = &mut activity["object"]["atArrivalTransportMovement"]["arrivalEvent"][0];
+        arrival["occurrenceLogisticsLocation"]["identifier"]["@value"] =
+            json!(PORTS[n % PORTS.len()]);
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()
+            + chrono::Days::new((n % 365) as u64);
+        arrival["scheduledOccurrenceDateTime"] = json!(format!("{day}T06:00:00Z"));
         self.post(&activity).await
     }
 
@@ -312,6 +355,105 @@ fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usi
     );
 }
 
+/// The SPARQL of a view (look-up by aig id, then the parts of the publisher's graph) straight
+/// on the store, each timed on its own.
+fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) {
+    use dataspace_node::intake::literal;
+    use dataspace_node::store::graphs;
+    let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
+    let queries = dataspace_node::store::Queries::load().unwrap();
+    let hex = aig.strip_prefix("aig:").unwrap_or(aig);
+    let mut lookup = Vec::new();
+    let mut parts = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        let rows = queries
+            .select(&store, "consignment_by_any_id", &[("key", literal(aig))])
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        lookup.push(t.elapsed());
+        let t = Instant::now();
+        let rows = queries
+            .select(
+                &store,
+                "consignment_parts",
+                &[
+                    ("graph", graphs::contribution(hex, org).into()),
+                    ("record", graphs::consignment(hex).into()),
+                ],
+            )
+            .unwrap();
+        assert!(!rows.is_empty());
+        parts.push(t.elapsed());
+    }
+    latency_row("baseline: raw SPARQL, view look-up by aig id", lookup);
+    latency_row("baseline: raw SPARQL, view parts of one graph", parts);
+}
+
+/// The aggregate through `/sparql` as the publishing organisation (SPARQL JSON results).
+async fn sparql_endpoint(client: &Client, base: &str, n: usize) {
+    let url = format!("{base}/supply-chain/data-space/sparql");
+    let mut lat = Vec::new();
+    let mut rows = 0;
+    for _ in 0..n + 1 {
+        let t = Instant::now();
+        let r = client
+            .http
+            .get(&url)
+            .query(&[("query", AGGREGATE)])
+            .header("x-api-key", &client.key)
+            .bearer_auth(&client.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let body: Value = r.json().await.unwrap();
+        lat.push(t.elapsed());
+        rows = body["results"]["bindings"].as_array().map_or(0, Vec::len);
+    }
+    lat.remove(0);
+    latency_row(
+        &format!(
+            "SPARQL aggregate through the endpoint ({rows} rows, per port of entry per month)"
+        ),
+        lat,
+    );
+}
+
+/// The same aggregate straight on the store after the node stopped: over the union of all
+/// graphs as sent, and written with `GRAPH ?g`.
+fn raw_sparql(data_dir: &std::path::Path, n: usize) {
+    use oxigraph::sparql::{QueryResults, SparqlEvaluator};
+    let store = oxigraph::store::Store::open(data_dir.join("store")).unwrap();
+    for (name, query, union) in [
+        ("union default graph", AGGREGATE, true),
+        ("GRAPH ?g", AGGREGATE_BY_GRAPH, false),
+    ] {
+        let mut lat = Vec::new();
+        let mut rows = 0;
+        for _ in 0..n + 1 {
+            let t = Instant::now();
+            let mut prepared = SparqlEvaluator::new().parse_query(query).unwrap();
+            if union {
+                prepared.dataset_mut().set_default_graph_as_union();
+            }
+            let QueryResults::Solutions(solutions) = prepared.on_store(&store).execute().unwrap()
+            else {
+                panic!("not a SELECT");
+            };
+            rows = solutions.map(Result::unwrap).count();
+            lat.push(t.elapsed());
+        }
+        lat.remove(0);
+        latency_row(
+            &format!(
+                "baseline: raw SPARQL of the same aggregate on the store, {name} ({rows} rows)"
+            ),
+            lat,
+        );
+    }
+}
+
 /// Valid ISO 3166 codes other than the benchmark consignment's KE (entry) and BR (exit).
 const OTHER_COUNTRIES: &[&str] = &[
     "NL", "DE", "BE", "FR", "ES", "PT", "IT", "GR", "TR", "EG", "MA", "NG", "GH", "CI", "SN", "ZA",
@@ -496,7 +638,7 @@ fn main() {
                 let client = client.clone();
                 tasks.push(tokio::spawn(async move {
                     for n in 0..per {
-                        client.create(3_000_000 + c * per + n).await;
+                        client.create_varied(c * per + n).await;
                     }
                 }));
             }
@@ -521,6 +663,7 @@ fn main() {
             println!("(documents: decode + blob write + fsync, mean {fetch:.3} ms of the above)");
         }
         if args.consignments > 0 {
+            sparql_endpoint(&client, &base, args.reads.min(20)).await;
             let ids = reads(&client, &base, args.reads).await;
             *first_page_out.lock().unwrap() = (client.org.clone(), ids);
         }
@@ -532,6 +675,8 @@ fn main() {
     if args.consignments > 0 {
         let (org, aigs) = first_page.lock().unwrap().clone();
         raw_page_query(dir.path(), &org, &aigs, args.reads.min(50));
+        raw_view_queries(dir.path(), &org, &aigs[0], args.reads.min(50));
+        raw_sparql(dir.path(), args.reads.min(20));
     }
     let mut raw = raw_oxigraph(args.sequential, written);
     let total: Duration = raw.iter().sum();

@@ -466,6 +466,12 @@ impl Sharing {
         Ok(self.store.db().contains(&q)?)
     }
 
+    /// Is the record with aig id bits `bits` shared with `org`? From memory, kept in commit
+    /// order with the grants.
+    pub fn shares_with(&self, org: &str, bits: u128) -> bool {
+        self.shared.contains(org, bits)
+    }
+
     /// The organisations other than the publisher that contributed to a consignment.
     pub fn contributors(&self, record: &NamedNode) -> Result<Vec<String>> {
         let g = GraphName::NamedNode(graphs::sharing());

@@ -25,8 +25,9 @@ use spargebra::SparqlParser;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::sharing::Sharing;
-use crate::store::{graphs, Queries, Store};
-use crate::views::{text, Scope};
+use crate::store::{graphs, Store};
+use crate::views::listing::{id_bits, Listing};
+use crate::views::Scope;
 
 /// What a query answers with, known before evaluation (for content negotiation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,10 +60,63 @@ pub struct Protocol {
     pub named_graphs: Vec<String>,
 }
 
+/// Which contribution graphs a caller may read in a scope, decided per graph name from the
+/// in-memory indexes (no query, nothing built per request, so an analyst's query costs the
+/// same at 100 consignments as at 100,000):
+/// - its own contributions (`own`): a contribution graph is only ever written by the
+///   organisation it is named after;
+/// - the other contributions to consignments in its circle (`shared`): those it published
+///   (its list) and those shared with it (its grants) — the publisher's description and every
+///   other member's events and documents.
+///
+/// System graphs, activity logs and notifications are never contribution graphs.
+pub struct Readable {
+    org: String,
+    key: String,
+    own: bool,
+    shared: bool,
+    listing: Arc<Listing>,
+    sharing: Arc<Sharing>,
+}
+
+impl Readable {
+    pub fn contains(&self, graph: &str) -> bool {
+        let Some((hex, key)) = graphs::parse_contribution(graph) else {
+            return false;
+        };
+        if key == self.key {
+            return self.own;
+        }
+        if !self.shared {
+            return false;
+        }
+        let Some(bits) = id_bits(hex) else {
+            return false;
+        };
+        self.listing.contains(&self.org, bits) || self.sharing.shares_with(&self.org, bits)
+    }
+}
+
+/// A query's default graph or named graphs: everything readable, or the readable part of
+/// what `FROM` / `FROM NAMED` / the protocol asked for.
+enum Graphs {
+    Readable(Arc<Readable>),
+    Listed(HashSet<String>),
+}
+
+impl Graphs {
+    fn contains(&self, graph: &str) -> bool {
+        match self {
+            Graphs::Readable(r) => r.contains(graph),
+            Graphs::Listed(set) => set.contains(graph),
+        }
+    }
+}
+
 pub struct Sparql {
     store: Arc<Store>,
-    queries: Arc<Queries>,
     sharing: Arc<Sharing>,
+    listing: Arc<Listing>,
     timeout: Duration,
     max_rows: usize,
 }
@@ -70,15 +124,15 @@ pub struct Sparql {
 impl Sparql {
     pub fn new(
         store: Arc<Store>,
-        queries: Arc<Queries>,
         sharing: Arc<Sharing>,
+        listing: Arc<Listing>,
         timeout: Duration,
         max_rows: usize,
     ) -> Self {
         Self {
             store,
-            queries,
             sharing,
+            listing,
             timeout,
             max_rows,
         }
@@ -112,44 +166,16 @@ impl Sparql {
         }
     }
 
-    /// The contribution graphs `caller` may read in `scope`. Blocking.
-    pub fn readable(&self, caller: &Caller, scope: Scope) -> Result<HashSet<String>> {
-        let org = &caller.organization;
-        let rows = self.queries.select(
-            &self.store,
-            "readable_records",
-            &[("org", NamedNode::new_unchecked(org.as_str()).into())],
-        )?;
-        let mut out = HashSet::new();
-        for row in rows {
-            let (Some(Term::NamedNode(record)), Some(aig), Some(graph), Some(kind)) = (
-                row.get("record"),
-                text(&row, "aig"),
-                text(&row, "graph"),
-                text(&row, "kind"),
-            ) else {
-                continue;
-            };
-            let hex = aig.strip_prefix("aig:").unwrap_or(&aig);
-            if kind == "contributed" {
-                // Its own contribution, whether or not the circle still includes it.
-                if scope.includes_own() {
-                    out.insert(graphs::contribution(hex, org).into_string());
-                }
-                continue;
-            }
-            let published = kind == "published";
-            if (published && scope.includes_own()) || (!published && scope.includes_shared()) {
-                out.insert(graph);
-            }
-            for contributor in self.sharing.contributors(record)? {
-                let own = contributor == *org;
-                if (own && scope.includes_own()) || (!own && scope.includes_shared()) {
-                    out.insert(graphs::contribution(hex, &contributor).into_string());
-                }
-            }
+    /// The contribution graphs `caller` may read in `scope`.
+    pub fn readable(&self, caller: &Caller, scope: Scope) -> Readable {
+        Readable {
+            org: caller.organization.clone(),
+            key: graphs::org_key(&caller.organization),
+            own: scope.includes_own(),
+            shared: scope.includes_shared(),
+            listing: self.listing.clone(),
+            sharing: self.sharing.clone(),
         }
-        Ok(out)
     }
 
     /// Evaluates `parsed` for `caller`, cancelled through `cancel` (the time limit). Blocking.
@@ -161,15 +187,16 @@ impl Sparql {
         protocol: &Protocol,
         cancel: CancellationToken,
     ) -> Result<Answer> {
-        let readable = self.readable(caller, scope)?;
-        let narrowed = |asked: Option<&Vec<String>>| -> Arc<HashSet<String>> {
+        let readable = Arc::new(self.readable(caller, scope));
+        let narrowed = |asked: Option<&Vec<String>>| -> Arc<Graphs> {
             Arc::new(match asked {
-                Some(list) => list
-                    .iter()
-                    .filter(|g| readable.contains(*g))
-                    .cloned()
-                    .collect(),
-                None => readable.clone(),
+                Some(list) => Graphs::Listed(
+                    list.iter()
+                        .filter(|g| readable.contains(g))
+                        .cloned()
+                        .collect(),
+                ),
+                None => Graphs::Readable(readable.clone()),
             })
         };
         // The protocol's parameters replace the query's dataset clause (SPARQL 1.1 Protocol).
@@ -193,7 +220,7 @@ impl Sparql {
                 )
             },
         )?;
-        let member = |set: Arc<HashSet<String>>| {
+        let member = |set: Arc<Graphs>| {
             move |args: &[Term]| -> Option<Term> {
                 let yes =
                     matches!(args.first(), Some(Term::NamedNode(g)) if set.contains(g.as_str()));

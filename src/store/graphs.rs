@@ -76,6 +76,12 @@ pub fn activities(org_did: &str) -> NamedNode {
     ))
 }
 
+/// The consignment's aig hex and the organisation key of a contribution graph's name.
+pub fn parse_contribution(iri: &str) -> Option<(&str, &str)> {
+    iri.strip_prefix("urn:dataspace-node:contribution:")?
+        .split_once(':')
+}
+
 /// The consignment node (root of the stored description).
 pub fn consignment(aig_hex: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("urn:dataspace-node:consignment:{aig_hex}"))

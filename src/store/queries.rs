@@ -39,7 +39,6 @@ pub const SOURCES: &[(&str, &str)] = sources![
     "notification_numbers",
     "document_current",
     "attestation",
-    "readable_records",
 ];
 
 pub struct Queries {

@@ -55,6 +55,17 @@ impl Operator {
         assert_eq!(r.status(), StatusCode::CREATED, "{body}");
         json_body(r).await
     }
+
+    /// Deletes a policy (revoking the access it alone gave).
+    pub async fn delete(&self, node: &TestNode, uid: &str) {
+        let path = format!("{POLICIES}/{}", urlencoding(uid));
+        let r = self.send(node, Method::DELETE, &path, None).await;
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+}
+
+fn urlencoding(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 fn target(node: &TestNode) -> String {

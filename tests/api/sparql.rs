@@ -402,3 +402,61 @@ async fn the_time_limit_stops_an_expensive_query_and_the_row_cap_holds() {
         5
     );
 }
+
+#[tokio::test]
+async fn contributions_follow_the_circle_across_revocation_and_restart() {
+    let node = TestNode::start().await;
+    let operator = Operator::new(&node).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    let policy = operator
+        .policy(
+            &node,
+            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    trader.publish_example(&node, "create-consignment").await;
+    agency.publish_example(&node, "add-event").await;
+    let events = "SELECT ?who WHERE { ?e a unece:SupplyChainEvent ; dsn:contributor ?who }";
+    let ports = "SELECT ?code WHERE { ?s dsn:portOfEntryCode ?code }";
+    let who = |org: &str| vec![json!({ "who": org })];
+    let kemba = vec![json!({"code": "KEMBA"})];
+
+    let check = |node: TestNode, revoked: bool| {
+        let (trader, agency) = (&trader, &agency);
+        let (who, kemba) = (&who, &kemba);
+        async move {
+            // The publisher reads the agency's event as shared, never as its own.
+            assert_eq!(
+                rows(&node, trader, events, &[("scope", "shared")]).await,
+                who(agency.org())
+            );
+            assert!(rows(&node, trader, events, &[("scope", "own")])
+                .await
+                .is_empty());
+            // The agency's event stays its own, shared or not.
+            assert_eq!(
+                rows(&node, agency, events, &[("scope", "own")]).await,
+                who(agency.org())
+            );
+            let description = rows(&node, agency, ports, &[("scope", "shared")]).await;
+            if revoked {
+                assert!(description.is_empty(), "{description:?}");
+            } else {
+                assert_eq!(description, *kemba);
+            }
+            assert!(rows(&node, agency, ports, &[("scope", "own")])
+                .await
+                .is_empty());
+            node
+        }
+    };
+    let node = check(node, false).await;
+    operator
+        .delete(&node, policy["uid"].as_str().unwrap())
+        .await;
+    let node = check(node, true).await;
+    // The in-memory indexes the dataset is decided from come back from the store.
+    let node = node.restart().await;
+    check(node, true).await;
+}
