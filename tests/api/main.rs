@@ -4,6 +4,7 @@
 mod accounts;
 mod common;
 mod documents;
+mod export;
 mod inbox;
 mod linked;
 mod openapi;
