@@ -224,7 +224,8 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
     assert!(!first.exists());
 
     let old = p.node.stop().await;
-    let said = succeeded(&cli(&["export", "--data-dir", path(old.path()), "-o", path(&first)]).await);
+    let said =
+        succeeded(&cli(&["export", "--data-dir", path(old.path()), "-o", path(&first)]).await);
     let lines = std::fs::read_to_string(&first).unwrap().lines().count();
     assert!(lines > 100, "{lines}");
     assert!(said.contains(&format!("exported {lines} quads")), "{said}");
@@ -234,11 +235,27 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
     // base URL (the ids are did:web ids derived from it).
     let restored = tempfile::tempdir().unwrap();
     let said = succeeded(
-        &cli(&["import", "--data-dir", path(restored.path()), "--input", path(&first)]).await,
+        &cli(&[
+            "import",
+            "--data-dir",
+            path(restored.path()),
+            "--input",
+            path(&first),
+        ])
+        .await,
     );
     assert!(said.contains(&format!("imported {lines} quads")), "{said}");
     let second = backups.path().join("again.nq");
-    succeeded(&cli(&["export", "--data-dir", path(restored.path()), "-o", path(&second)]).await);
+    succeeded(
+        &cli(&[
+            "export",
+            "--data-dir",
+            path(restored.path()),
+            "-o",
+            path(&second),
+        ])
+        .await,
+    );
     assert_eq!(
         canonical(&first, RdfFormat::NQuads),
         canonical(&second, RdfFormat::NQuads)
@@ -297,8 +314,24 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
     // A second import into the now filled store is refused, and changes nothing.
     let dir = node.stop().await;
     let before = backups.path().join("before.nq");
-    succeeded(&cli(&["export", "--data-dir", path(dir.path()), "-o", path(&before)]).await);
-    let out = cli(&["import", "--data-dir", path(dir.path()), "--input", path(&first)]).await;
+    succeeded(
+        &cli(&[
+            "export",
+            "--data-dir",
+            path(dir.path()),
+            "-o",
+            path(&before),
+        ])
+        .await,
+    );
+    let out = cli(&[
+        "import",
+        "--data-dir",
+        path(dir.path()),
+        "--input",
+        path(&first),
+    ])
+    .await;
     assert!(!out.status.success());
     assert!(stderr(&out).contains("not empty"), "{}", stderr(&out));
     let after = backups.path().join("after.nq");
@@ -316,7 +349,16 @@ async fn trig_round_trips_and_malformed_input_leaves_no_store() {
     let backups = tempfile::tempdir().unwrap();
     let nquads = backups.path().join("backup.nq");
     let trig = backups.path().join("backup.trig");
-    succeeded(&cli(&["export", "--data-dir", path(old.path()), "-o", path(&nquads)]).await);
+    succeeded(
+        &cli(&[
+            "export",
+            "--data-dir",
+            path(old.path()),
+            "-o",
+            path(&nquads),
+        ])
+        .await,
+    );
     // TriG by the file's extension, and by --format to stdout.
     succeeded(&cli(&["export", "--data-dir", path(old.path()), "-o", path(&trig)]).await);
     let text = std::fs::read_to_string(&trig).unwrap();
@@ -350,15 +392,32 @@ async fn trig_round_trips_and_malformed_input_leaves_no_store() {
     let broken = backups.path().join("broken.nq");
     std::fs::write(&broken, lines.join("\n")).unwrap();
     let target = tempfile::tempdir().unwrap();
-    let out = cli(&["import", "--data-dir", path(target.path()), "-i", path(&broken)]).await;
+    let out = cli(&[
+        "import",
+        "--data-dir",
+        path(target.path()),
+        "-i",
+        path(&broken),
+    ])
+    .await;
     assert!(!out.status.success());
     let said = stderr(&out);
-    assert!(said.contains("line 3") && said.contains("nothing was imported"), "{said}");
+    assert!(
+        said.contains("line 3") && said.contains("nothing was imported"),
+        "{said}"
+    );
     assert!(!target.path().join("store").exists());
     // An unknown extension without --format is refused before anything happens.
     let renamed: PathBuf = backups.path().join("backup.data");
     std::fs::copy(&nquads, &renamed).unwrap();
-    let out = cli(&["import", "--data-dir", path(target.path()), "-i", path(&renamed)]).await;
+    let out = cli(&[
+        "import",
+        "--data-dir",
+        path(target.path()),
+        "-i",
+        path(&renamed),
+    ])
+    .await;
     assert!(stderr(&out).contains("--format"), "{}", stderr(&out));
     assert!(!target.path().join("store").exists());
     // With --format it loads.
