@@ -22,11 +22,11 @@ const LIST: &str = "/supply-chain/data-space/consignments";
 const CONSIGNMENT: &str = "FWD-2026-000417";
 const PDF: &[u8] = b"%PDF-1.4\n%test document\n1 0 obj <</Type/Catalog>> endobj\n%%EOF\n";
 
-fn data_url(media_type: &str, bytes: &[u8]) -> String {
+pub fn data_url(media_type: &str, bytes: &[u8]) -> String {
     format!("data:{media_type};base64,{}", STANDARD.encode(bytes))
 }
 
-fn add_document(org: &str, uri: &str, document_id: &str) -> Value {
+pub fn add_document(org: &str, uri: &str, document_id: &str) -> Value {
     let mut doc = as_org(example("add-document"), org);
     doc["object"]["uRIId"] = json!(uri);
     doc["object"]["identifier"] = json!(document_id);

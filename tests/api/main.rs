@@ -13,3 +13,4 @@ mod reads;
 mod sessions;
 mod sharing;
 mod sparql;
+mod vocabulary;

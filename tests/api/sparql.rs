@@ -43,7 +43,7 @@ async fn query_as(node: &TestNode, who: &Session, q: &str, accept: &str) -> reqw
 }
 
 /// SELECT results (SPARQL JSON) as rows of variable → value.
-async fn rows(node: &TestNode, who: &Session, q: &str, extra: &[(&str, &str)]) -> Vec<Value> {
+pub async fn rows(node: &TestNode, who: &Session, q: &str, extra: &[(&str, &str)]) -> Vec<Value> {
     let r = query(node, who, &format!("{PREFIXES}{q}"), extra).await;
     assert_eq!(r.status(), StatusCode::OK, "{q}");
     assert_eq!(
