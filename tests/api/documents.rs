@@ -111,6 +111,15 @@ async fn document(node: &TestNode, who: &Session, id: &str) -> Value {
     .await
 }
 
+/// `GET` of an attestation (public).
+pub async fn attestation(node: &TestNode, id: &str) -> reqwest::Response {
+    node.client
+        .get(node.url(&format!("/supply-chain/data-space/attestations/{id}")))
+        .send()
+        .await
+        .unwrap()
+}
+
 async fn download(node: &TestNode, href: &str) -> reqwest::Response {
     node.client.get(href).send().await.unwrap()
 }
@@ -192,13 +201,7 @@ async fn a_data_url_document_round_trips_with_integrity_and_attestation() {
     // The attestation verifies against the node's public key, for exactly this document.
     let id = record["attestationId"].as_str().unwrap();
     assert_eq!(doc["attestationId"], id);
-    let r = node
-        .client
-        .get(node.url(&format!("/supply-chain/data-space/attestations/{id}")))
-        .send()
-        .await
-        .unwrap();
-    let attestation = ok_json(r).await;
+    let attestation = ok_json(attestation(&node, id).await).await;
     assert_eq!(attestation["documentId"], "INV-1");
     assert_eq!(attestation["documentRevision"], 0);
     assert_eq!(attestation["integrity"], integrity(&bytes).as_str());

@@ -11,8 +11,9 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, Session};
-use crate::sharing::{rule, Operator};
+use crate::documents::attestation;
+use crate::inbox::{as_org, assert_completed, consignment_at, example, Session};
+use crate::sharing::kenya_circle;
 
 const LIST: &str = "/supply-chain/data-space/consignments";
 const CONSIGNMENT: &str = "FWD-2026-000417";
@@ -26,6 +27,16 @@ async fn cli(args: &[&str]) -> Output {
         .output()
         .await
         .expect("run dataspace-node")
+}
+
+/// `export` of a data dir into a file, in the format its extension says.
+async fn export_to(data: &Path, file: &Path) -> Output {
+    cli(&["export", "--data-dir", path(data), "--output", path(file)]).await
+}
+
+/// `import` of a file into a data dir, in the format its extension says.
+async fn import_from(data: &Path, file: &Path) -> Output {
+    cli(&["import", "--data-dir", path(data), "--input", path(file)]).await
 }
 
 fn stderr(out: &Output) -> String {
@@ -116,21 +127,9 @@ struct Published {
 
 async fn publish() -> Published {
     let node = TestNode::start().await;
-    let operator = Operator::new(&node).await;
-    let trader = Session::new(&node, "trader@forwarder.example").await;
-    let agency = Session::new(&node, "officer@kra.example").await;
-    operator
-        .policy(
-            &node,
-            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
+    let (_, trader, agency) = kenya_circle(&node).await;
     trader.publish_example(&node, "create-consignment").await;
-    let mut other = as_org(example("create-consignment"), trader.org());
-    other["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-00000000b0b0");
-    other["object"]["identifier"] = json!("FWD-2026-000418");
-    other["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
-        ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("TZDAR");
+    let other = consignment_at(trader.org(), 418, "TZDAR", "2026-12-27T06:00:00Z");
     let entry = trader.publish(&node, &other).await;
     assert_completed(&entry);
     trader.publish_example(&node, "add-event").await;
@@ -193,13 +192,7 @@ async fn document_parts(node: &TestNode, who: &Session, base: &str) -> (Vec<u8>,
     let r = node.client.get(&href).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK, "{href}");
     let bytes = r.bytes().await.unwrap().to_vec();
-    let id = doc["attestationId"].as_str().unwrap();
-    let r = node
-        .client
-        .get(node.url(&format!("/supply-chain/data-space/attestations/{id}")))
-        .send()
-        .await
-        .unwrap();
+    let r = attestation(node, doc["attestationId"].as_str().unwrap()).await;
     assert_eq!(r.status(), StatusCode::OK);
     (bytes, json_body(r).await)
 }
@@ -218,14 +211,13 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
     let backups = tempfile::tempdir().unwrap();
     let first = backups.path().join("backup.nq");
     let data = p.node.data_dir();
-    let out = cli(&["export", "--data-dir", path(&data), "-o", path(&first)]).await;
+    let out = export_to(&data, &first).await;
     assert!(!out.status.success());
     assert!(stderr(&out).contains("stop the node"), "{}", stderr(&out));
     assert!(!first.exists());
 
     let old = p.node.stop().await;
-    let said =
-        succeeded(&cli(&["export", "--data-dir", path(old.path()), "-o", path(&first)]).await);
+    let said = succeeded(&export_to(old.path(), &first).await);
     let lines = std::fs::read_to_string(&first).unwrap().lines().count();
     assert!(lines > 100, "{lines}");
     assert!(said.contains(&format!("exported {lines} quads")), "{said}");
@@ -234,28 +226,10 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
     // Restore: import into an empty data dir, copy blobs and secrets, start with the same
     // base URL (the ids are did:web ids derived from it).
     let restored = tempfile::tempdir().unwrap();
-    let said = succeeded(
-        &cli(&[
-            "import",
-            "--data-dir",
-            path(restored.path()),
-            "--input",
-            path(&first),
-        ])
-        .await,
-    );
+    let said = succeeded(&import_from(restored.path(), &first).await);
     assert!(said.contains(&format!("imported {lines} quads")), "{said}");
     let second = backups.path().join("again.nq");
-    succeeded(
-        &cli(&[
-            "export",
-            "--data-dir",
-            path(restored.path()),
-            "-o",
-            path(&second),
-        ])
-        .await,
-    );
+    succeeded(&export_to(restored.path(), &second).await);
     assert_eq!(
         canonical(&first, RdfFormat::NQuads),
         canonical(&second, RdfFormat::NQuads)
@@ -283,9 +257,7 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
         &p.agency.account.password,
     )
     .await;
-    let mut third = as_org(example("create-consignment"), p.trader.org());
-    third["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-00000000c0c0");
-    third["object"]["identifier"] = json!("FWD-2026-000419");
+    let third = consignment_at(p.trader.org(), 419, "KEMBA", "2026-12-24T06:00:00Z");
     assert_completed(&p.trader.publish(&node, &third).await);
     let notes = json_body(
         p.agency
@@ -314,28 +286,12 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
     // A second import into the now filled store is refused, and changes nothing.
     let dir = node.stop().await;
     let before = backups.path().join("before.nq");
-    succeeded(
-        &cli(&[
-            "export",
-            "--data-dir",
-            path(dir.path()),
-            "-o",
-            path(&before),
-        ])
-        .await,
-    );
-    let out = cli(&[
-        "import",
-        "--data-dir",
-        path(dir.path()),
-        "--input",
-        path(&first),
-    ])
-    .await;
+    succeeded(&export_to(dir.path(), &before).await);
+    let out = import_from(dir.path(), &first).await;
     assert!(!out.status.success());
     assert!(stderr(&out).contains("not empty"), "{}", stderr(&out));
     let after = backups.path().join("after.nq");
-    succeeded(&cli(&["export", "--data-dir", path(dir.path()), "-o", path(&after)]).await);
+    succeeded(&export_to(dir.path(), &after).await);
     assert_eq!(
         std::fs::read(&before).unwrap(),
         std::fs::read(&after).unwrap()
@@ -349,18 +305,9 @@ async fn trig_round_trips_and_malformed_input_leaves_no_store() {
     let backups = tempfile::tempdir().unwrap();
     let nquads = backups.path().join("backup.nq");
     let trig = backups.path().join("backup.trig");
-    succeeded(
-        &cli(&[
-            "export",
-            "--data-dir",
-            path(old.path()),
-            "-o",
-            path(&nquads),
-        ])
-        .await,
-    );
+    succeeded(&export_to(old.path(), &nquads).await);
     // TriG by the file's extension, and by --format to stdout.
-    succeeded(&cli(&["export", "--data-dir", path(old.path()), "-o", path(&trig)]).await);
+    succeeded(&export_to(old.path(), &trig).await);
     let text = std::fs::read_to_string(&trig).unwrap();
     assert!(text.starts_with("@prefix"), "{}", &text[..200]);
     let out = cli(&["export", "--data-dir", path(old.path()), "--format", "trig"]).await;
@@ -373,9 +320,9 @@ async fn trig_round_trips_and_malformed_input_leaves_no_store() {
 
     let restored = tempfile::tempdir().unwrap();
     let data = restored.path().join("data");
-    succeeded(&cli(&["import", "--data-dir", path(&data), "--input", path(&trig)]).await);
+    succeeded(&import_from(&data, &trig).await);
     let again = backups.path().join("again.nq");
-    succeeded(&cli(&["export", "--data-dir", path(&data), "-o", path(&again)]).await);
+    succeeded(&export_to(&data, &again).await);
     assert_eq!(
         canonical(&again, RdfFormat::NQuads),
         canonical(&nquads, RdfFormat::NQuads)
@@ -392,14 +339,7 @@ async fn trig_round_trips_and_malformed_input_leaves_no_store() {
     let broken = backups.path().join("broken.nq");
     std::fs::write(&broken, lines.join("\n")).unwrap();
     let target = tempfile::tempdir().unwrap();
-    let out = cli(&[
-        "import",
-        "--data-dir",
-        path(target.path()),
-        "-i",
-        path(&broken),
-    ])
-    .await;
+    let out = import_from(target.path(), &broken).await;
     assert!(!out.status.success());
     let said = stderr(&out);
     assert!(
@@ -410,14 +350,7 @@ async fn trig_round_trips_and_malformed_input_leaves_no_store() {
     // An unknown extension without --format is refused before anything happens.
     let renamed: PathBuf = backups.path().join("backup.data");
     std::fs::copy(&nquads, &renamed).unwrap();
-    let out = cli(&[
-        "import",
-        "--data-dir",
-        path(target.path()),
-        "-i",
-        path(&renamed),
-    ])
-    .await;
+    let out = import_from(target.path(), &renamed).await;
     assert!(stderr(&out).contains("--format"), "{}", stderr(&out));
     assert!(!target.path().join("store").exists());
     // With --format it loads.

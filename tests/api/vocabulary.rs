@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 use crate::documents::{add_document, data_url};
-use crate::inbox::{as_org, assert_completed, example, Session};
-use crate::sharing::{rule, Operator};
+use crate::inbox::{as_org, assert_completed, consignment_at, example, Session};
+use crate::sharing::{kenya_circle, rule};
 use crate::sparql::rows;
 
 const DSN: &str = "https://w3id.org/dataspace-node/ns#";
@@ -52,17 +52,6 @@ fn defined(vocabulary: &Graph) -> BTreeSet<String> {
         .collect()
 }
 
-/// A consignment of `who` with its own ids, arriving at `locode` at `arrival`.
-fn consignment(who: &Session, n: u32, locode: &str, arrival: &str) -> Value {
-    let mut a = as_org(example("create-consignment"), who.org());
-    a["object"]["globalId"] = json!(format!("urn:uuid:00000000-0000-4000-8000-{n:012}"));
-    a["object"]["identifier"] = json!(format!("FWD-2026-{n:06}"));
-    let arrival_event = &mut a["object"]["atArrivalTransportMovement"]["arrivalEvent"][0];
-    arrival_event["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!(locode);
-    arrival_event["scheduledOccurrenceDateTime"] = json!(arrival);
-    a
-}
-
 fn event(who: &Session, type_code: &str, at: &str) -> Value {
     let mut e = as_org(example("add-event"), who.org());
     e["object"]["typeCode"] = json!(type_code);
@@ -81,13 +70,10 @@ struct World {
 
 async fn world() -> World {
     let node = TestNode::start().await;
-    let operator = Operator::new(&node).await;
-    let trader = Session::new(&node, "trader@forwarder.example").await;
-    let kenya = Session::new(&node, "officer@kra.example").await;
+    let (operator, trader, kenya) = kenya_circle(&node).await;
     let tanzania = Session::new(&node, "officer@tra.example").await;
     let santos = Session::new(&node, "ops@santos-terminal.example").await;
     for policy in [
-        rule(&node, kenya.org(), "portOfEntryCountry", "eq", json!("KE")),
         rule(
             &node,
             tanzania.org(),
@@ -105,13 +91,13 @@ async fn world() -> World {
     // after an update from Rotterdam, in 2026-W52 (Sunday 27 December).
     trader.publish_example(&node, "create-consignment").await; // KEMBA, 2026-12-24
     for activity in [
-        consignment(&trader, 501, "KEMBA", "2026-12-21T10:00:00Z"),
-        consignment(&trader, 502, "TZDAR", "2027-01-01T00:00:00Z"),
-        consignment(&trader, 503, "NLRTM", "2026-12-28T06:00:00Z"),
+        consignment_at(trader.org(), 501, "KEMBA", "2026-12-21T10:00:00Z"),
+        consignment_at(trader.org(), 502, "TZDAR", "2027-01-01T00:00:00Z"),
+        consignment_at(trader.org(), 503, "NLRTM", "2026-12-28T06:00:00Z"),
     ] {
         assert_completed(&trader.publish(&node, &activity).await);
     }
-    let mut update = consignment(&trader, 503, "TZDAR", "2026-12-27T06:00:00Z");
+    let mut update = consignment_at(trader.org(), 503, "TZDAR", "2026-12-27T06:00:00Z");
     update["type"] = json!("Update");
     assert_completed(&trader.publish(&node, &update).await);
     // Arrival by the trader, release by the Kenyan agency (a circle member) on FWD-2026-000417.
@@ -177,17 +163,17 @@ async fn the_vocabulary_is_served_and_defines_every_term_the_node_writes() {
             readable.insert(row["term"].as_str().unwrap().to_owned());
         }
     }
-    for term in [
-        "portOfEntryCode",
-        "occurredAt",
-        "supersededBy",
-        "attests",
-        "SystemEvent",
-    ] {
-        assert!(readable.contains(&format!("{DSN}{term}")), "{readable:?}");
-    }
-    let undefined: Vec<_> = readable.difference(&vocabulary).collect();
-    assert!(undefined.is_empty(), "not in vocab/: {undefined:?}");
+    assert_defined(
+        &readable,
+        &[
+            "portOfEntryCode",
+            "occurredAt",
+            "supersededBy",
+            "attests",
+            "SystemEvent",
+        ],
+        &vocabulary,
+    );
 
     // The whole store, bookkeeping included: every dsn: IRI in any position is defined, and
     // every domain and range the vocabulary states holds.
@@ -217,17 +203,27 @@ async fn the_vocabulary_is_served_and_defines_every_term_the_node_writes() {
             }
         }
     }
-    for operand in [
-        "portOfEntry",
-        "portOfExit",
-        "portOfExitCountry",
-        "portOfEntryCountry",
-    ] {
-        assert!(anywhere.contains(&format!("{DSN}{operand}")), "{operand}");
-    }
-    let undefined: Vec<_> = anywhere.difference(&vocabulary).collect();
-    assert!(undefined.is_empty(), "not in vocab/: {undefined:?}");
+    assert_defined(
+        &anywhere,
+        &[
+            "portOfEntry",
+            "portOfExit",
+            "portOfExitCountry",
+            "portOfEntryCountry",
+        ],
+        &vocabulary,
+    );
     check_domains_and_ranges(&turtle, &quads);
+}
+
+/// `used` has the `expected` terms (so the data exercised them), and each of its terms is
+/// defined in the vocabulary.
+fn assert_defined(used: &BTreeSet<String>, expected: &[&str], vocabulary: &BTreeSet<String>) {
+    for term in expected {
+        assert!(used.contains(&format!("{DSN}{term}")), "{term}: {used:?}");
+    }
+    let undefined: Vec<_> = used.difference(vocabulary).collect();
+    assert!(undefined.is_empty(), "not in vocab/: {undefined:?}");
 }
 
 /// Every stated `rdfs:domain` is a type of each subject using the property, every class range
