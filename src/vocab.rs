@@ -2,7 +2,8 @@
 
 use oxigraph::model::{NamedNode, Triple};
 
-/// Namespace of the node's own terms (account records, derived summary facts, system events).
+/// Namespace of the node's own terms (account records, derived summary facts, system events),
+/// each defined in `vocab/dataspace-node.ttl`.
 pub const DSN: &str = "https://w3id.org/dataspace-node/ns#";
 pub const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
 
