@@ -17,7 +17,9 @@
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
-//! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`.
+//! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`; export
+//!   and import of the whole store (`store::backup`).
+//! - [`vocab`]: the node's namespace and its published vocabulary (`vocab/`, `GET /ns`).
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
 
 pub mod accounts;

@@ -1,4 +1,7 @@
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use dataspace_node::store::backup::{self, Format};
 use dataspace_node::Config;
 use tracing_subscriber::EnvFilter;
 
@@ -17,6 +20,40 @@ struct Cli {
 enum Command {
     /// Run the node: HTTP API on --bind, embedded store in --data-dir.
     Serve(Config),
+    /// Write the whole store as N-Quads or TriG (a backup, or data for another SPARQL store).
+    /// The node must be stopped. A full backup also copies <data-dir>/blobs and
+    /// <data-dir>/secrets.
+    Export(ExportArgs),
+    /// Load an export into a data dir whose store is empty or absent. The node must be
+    /// stopped. Copy blobs/ and secrets/ of the backup into the data dir before starting it.
+    Import(ImportArgs),
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// Directory holding the store to export.
+    #[arg(long, env = "DATASPACE_NODE_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
+    /// Output format; by default the --output file's extension (.nq, .trig), else N-Quads.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// File to write (replaced only once the export is complete); standard output when absent.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// Directory whose store receives the quads (created when missing).
+    #[arg(long, env = "DATASPACE_NODE_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
+    /// Input format; by default the --input file's extension (.nq, .trig); N-Quads for
+    /// standard input.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// File to read; standard input when absent.
+    #[arg(long, short)]
+    input: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -31,6 +68,20 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(config) => serve(config).await,
+        Command::Export(a) => {
+            return report(backup::export_command(
+                &a.data_dir,
+                a.format,
+                a.output.as_deref(),
+            ))
+        }
+        Command::Import(a) => {
+            return report(backup::import_command(
+                &a.data_dir,
+                a.format,
+                a.input.as_deref(),
+            ))
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -44,6 +95,20 @@ async fn main() -> std::process::ExitCode {
 async fn serve(config: Config) -> dataspace_node::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.bind).await?;
     dataspace_node::run(listener, config, shutdown_signal()).await
+}
+
+/// The outcome of `export` or `import`, on stderr (stdout may be the export itself).
+fn report(result: Result<String, backup::BackupError>) -> std::process::ExitCode {
+    match result {
+        Ok(done) => {
+            eprintln!("dataspace-node: {done}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("dataspace-node: error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }
 
 /// SIGINT or SIGTERM.

@@ -19,6 +19,7 @@ use crate::store::{Queries, Store};
 use crate::views::codes::CodeLists;
 use crate::views::listing::Listing;
 use crate::views::Views;
+use crate::vocab::Vocabulary;
 
 pub struct Node {
     pub config: Config,
@@ -32,6 +33,8 @@ pub struct Node {
     pub sharing: Arc<Sharing>,
     pub documents: Arc<Documents>,
     pub sparql: Sparql,
+    /// The node's vocabulary, served at `/ns`.
+    pub vocabulary: Vocabulary,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
     /// end, so the graceful shutdown does not wait for them forever.
     pub closing: tokio::sync::watch::Sender<bool>,
@@ -131,6 +134,7 @@ impl Node {
             std::time::Duration::from_secs(config.sparql_timeout_secs),
             config.sparql_max_rows,
         );
+        let vocabulary = Vocabulary::load()?;
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
             config,
@@ -144,6 +148,7 @@ impl Node {
             sharing,
             documents,
             sparql,
+            vocabulary,
             closing: tokio::sync::watch::channel(false).0,
         })
     }

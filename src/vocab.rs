@@ -1,8 +1,9 @@
 //! IRIs of the node's own vocabulary and of the external vocabularies it writes.
 
-use oxigraph::model::NamedNode;
+use oxigraph::model::{NamedNode, Triple};
 
-/// Namespace of the node's own terms (account records, derived summary facts, system events).
+/// Namespace of the node's own terms (account records, derived summary facts, system events),
+/// each defined in `vocab/dataspace-node.ttl`.
 pub const DSN: &str = "https://w3id.org/dataspace-node/ns#";
 pub const XSD: &str = "http://www.w3.org/2001/XMLSchema#";
 
@@ -22,3 +23,114 @@ pub fn xsd(local: &str) -> NamedNode {
 
 /// Datatype of the JSON payloads the node keeps as literals.
 pub const RDF_JSON: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON";
+
+/// The node's vocabulary as published: `vocab/dataspace-node.ttl`, served at `GET /ns`.
+pub const VOCABULARY_TURTLE: &str = include_str!("../vocab/dataspace-node.ttl");
+
+/// The forms `GET /ns` serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VocabularyForm {
+    Turtle,
+    NTriples,
+    JsonLd,
+}
+
+/// The vocabulary in every served form, made once at start-up: a file that does not parse
+/// stops the node instead of being served broken.
+pub struct Vocabulary {
+    n_triples: String,
+    json_ld: String,
+}
+
+impl Vocabulary {
+    pub fn load() -> crate::Result<Self> {
+        use oxigraph::io::{RdfFormat, RdfParser};
+        let triples = RdfParser::from_format(RdfFormat::Turtle)
+            .for_slice(VOCABULARY_TURTLE)
+            .map(|q| q.map(Triple::from))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| crate::Error::internal(format!("vocab/dataspace-node.ttl: {e}")))?;
+        Ok(Self {
+            n_triples: serialize(&triples, RdfFormat::NTriples)?,
+            json_ld: serialize(
+                &triples,
+                RdfFormat::from_media_type("application/ld+json").unwrap_or(RdfFormat::NTriples),
+            )?,
+        })
+    }
+
+    pub fn text(&self, form: VocabularyForm) -> &str {
+        match form {
+            VocabularyForm::Turtle => VOCABULARY_TURTLE,
+            VocabularyForm::NTriples => &self.n_triples,
+            VocabularyForm::JsonLd => &self.json_ld,
+        }
+    }
+}
+
+fn serialize(triples: &[Triple], format: oxigraph::io::RdfFormat) -> crate::Result<String> {
+    let mut out = oxigraph::io::RdfSerializer::from_format(format).for_writer(Vec::new());
+    for t in triples {
+        out.serialize_triple(t).map_err(crate::Error::internal)?;
+    }
+    let bytes = out.finish().map_err(crate::Error::internal)?;
+    String::from_utf8(bytes).map_err(crate::Error::internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxigraph::io::{RdfFormat, RdfParser};
+    use oxigraph::model::vocab::rdf;
+    use oxigraph::model::{Graph, NamedOrBlankNode, Term};
+
+    fn graph() -> Graph {
+        RdfParser::from_format(RdfFormat::Turtle)
+            .for_slice(VOCABULARY_TURTLE)
+            .map(|q| Triple::from(q.unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn every_term_is_typed_labelled_and_explained() {
+        let g = graph();
+        let label = NamedNode::new_unchecked("http://www.w3.org/2000/01/rdf-schema#label");
+        let comment = NamedNode::new_unchecked("http://www.w3.org/2000/01/rdf-schema#comment");
+        let mut terms = 0;
+        let subjects: std::collections::HashSet<NamedOrBlankNode> =
+            g.iter().map(|t| t.subject.into_owned()).collect();
+        for s in subjects {
+            let NamedOrBlankNode::NamedNode(n) = &s else {
+                panic!("blank subject {s}");
+            };
+            if !n.as_str().starts_with(DSN) {
+                continue;
+            }
+            terms += 1;
+            for p in [&rdf::TYPE.into_owned(), &label, &comment] {
+                assert!(
+                    g.object_for_subject_predicate(n, p).is_some(),
+                    "{n} has no {p}"
+                );
+            }
+        }
+        assert!(terms > 60, "{terms} terms");
+        Vocabulary::load().unwrap();
+    }
+
+    #[test]
+    fn every_policy_operand_is_a_left_operand() {
+        let g = graph();
+        let left = Term::from(NamedNode::new_unchecked(
+            "http://www.w3.org/ns/odrl/2/LeftOperand",
+        ));
+        for operand in crate::sharing::policy::Operand::ALL {
+            let iri = operand.iri();
+            assert!(
+                g.triples_for_subject(&iri)
+                    .any(|t| t.predicate == rdf::TYPE && t.object == left.as_ref()),
+                "{iri} is not an odrl:LeftOperand in the vocabulary"
+            );
+        }
+    }
+}

@@ -31,6 +31,7 @@ pub fn router(node: Arc<Node>) -> Router {
     Router::new()
         .route("/health", get(ops::health))
         .route("/openapi.json", get(ops::openapi))
+        .route("/ns", get(ops::vocabulary))
         .route("/authentication/login", post(accounts::login))
         .route("/authentication/login/create", post(accounts::create))
         .route("/authentication/session", get(accounts::session))

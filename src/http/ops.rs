@@ -3,13 +3,16 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::node::Node;
+use crate::vocab::VocabularyForm;
+
+use super::negotiate::negotiate;
 
 /// `GET /health`: 200 when the store answers.
 pub async fn health(State(node): State<Arc<Node>>) -> Result<Json<Value>> {
@@ -29,6 +32,24 @@ const OPENAPI: &str = include_str!("openapi.json");
 /// `GET /openapi.json`: needs no credentials.
 pub async fn openapi() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
+}
+
+/// The vocabulary's forms; the first is the default.
+const VOCABULARY: &[(&str, VocabularyForm)] = &[
+    ("text/turtle", VocabularyForm::Turtle),
+    ("application/n-triples", VocabularyForm::NTriples),
+    ("application/ld+json", VocabularyForm::JsonLd),
+];
+
+/// `GET /ns`: the node's vocabulary (`https://w3id.org/dataspace-node/ns#`); needs no
+/// credentials.
+pub async fn vocabulary(State(node): State<Arc<Node>>, headers: HeaderMap) -> Result<Response> {
+    let (media_type, form) = negotiate(&headers, VOCABULARY)?;
+    Ok((
+        [(header::CONTENT_TYPE, media_type), (header::VARY, "accept")],
+        node.vocabulary.text(form).to_owned(),
+    )
+        .into_response())
 }
 
 pub async fn not_found() -> Error {

@@ -34,7 +34,11 @@ impl TestNode {
     }
 
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(tempfile::tempdir().expect("temp dir"), adjust).await
+    }
+
+    /// A node on a data directory that already holds data (a restored backup).
+    pub async fn start_in(dir: TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::with_data_dir(dir.path());
         config.api_key = Some(OPERATOR_KEY.into());
         adjust(&mut config);

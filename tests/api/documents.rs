@@ -22,11 +22,11 @@ const LIST: &str = "/supply-chain/data-space/consignments";
 const CONSIGNMENT: &str = "FWD-2026-000417";
 const PDF: &[u8] = b"%PDF-1.4\n%test document\n1 0 obj <</Type/Catalog>> endobj\n%%EOF\n";
 
-fn data_url(media_type: &str, bytes: &[u8]) -> String {
+pub fn data_url(media_type: &str, bytes: &[u8]) -> String {
     format!("data:{media_type};base64,{}", STANDARD.encode(bytes))
 }
 
-fn add_document(org: &str, uri: &str, document_id: &str) -> Value {
+pub fn add_document(org: &str, uri: &str, document_id: &str) -> Value {
     let mut doc = as_org(example("add-document"), org);
     doc["object"]["uRIId"] = json!(uri);
     doc["object"]["identifier"] = json!(document_id);
@@ -111,6 +111,15 @@ async fn document(node: &TestNode, who: &Session, id: &str) -> Value {
     .await
 }
 
+/// `GET` of an attestation (public).
+pub async fn attestation(node: &TestNode, id: &str) -> reqwest::Response {
+    node.client
+        .get(node.url(&format!("/supply-chain/data-space/attestations/{id}")))
+        .send()
+        .await
+        .unwrap()
+}
+
 async fn download(node: &TestNode, href: &str) -> reqwest::Response {
     node.client.get(href).send().await.unwrap()
 }
@@ -192,13 +201,7 @@ async fn a_data_url_document_round_trips_with_integrity_and_attestation() {
     // The attestation verifies against the node's public key, for exactly this document.
     let id = record["attestationId"].as_str().unwrap();
     assert_eq!(doc["attestationId"], id);
-    let r = node
-        .client
-        .get(node.url(&format!("/supply-chain/data-space/attestations/{id}")))
-        .send()
-        .await
-        .unwrap();
-    let attestation = ok_json(r).await;
+    let attestation = ok_json(attestation(&node, id).await).await;
     assert_eq!(attestation["documentId"], "INV-1");
     assert_eq!(attestation["documentRevision"], 0);
     assert_eq!(attestation["integrity"], integrity(&bytes).as_str());

@@ -21,6 +21,18 @@ pub fn as_org(mut activity: Value, org: &str) -> Value {
     activity
 }
 
+/// The example consignment as `org`'s, with ids of its own (`FWD-2026-<n>`), arriving at
+/// `locode` at `arrival` (scheduled).
+pub fn consignment_at(org: &str, n: u32, locode: &str, arrival: &str) -> Value {
+    let mut a = as_org(example("create-consignment"), org);
+    a["object"]["globalId"] = json!(format!("urn:uuid:00000000-0000-4000-8000-{n:012}"));
+    a["object"]["identifier"] = json!(format!("FWD-2026-{n:06}"));
+    let arrival_event = &mut a["object"]["atArrivalTransportMovement"]["arrivalEvent"][0];
+    arrival_event["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!(locode);
+    arrival_event["scheduledOccurrenceDateTime"] = json!(arrival);
+    a
+}
+
 pub struct Session {
     pub account: Account,
     pub token: String,

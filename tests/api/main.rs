@@ -4,6 +4,7 @@
 mod accounts;
 mod common;
 mod documents;
+mod export;
 mod inbox;
 mod linked;
 mod openapi;
@@ -12,3 +13,4 @@ mod reads;
 mod sessions;
 mod sharing;
 mod sparql;
+mod vocabulary;

@@ -224,6 +224,7 @@ async fn openapi_operations_have_errors_parameters_and_known_security() {
     let public = [
         "/health",
         "/openapi.json",
+        "/ns",
         "/supply-chain/data-space/attestations/{id}",
         "/supply-chain/data-space/blobs/{blob_id}",
     ];

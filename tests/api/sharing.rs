@@ -83,6 +83,21 @@ pub fn rule(node: &TestNode, assignee: &str, operand: &str, operator: &str, righ
     })
 }
 
+/// The operator, a trader and the Kenyan border agency, with the operator's rule sharing every
+/// consignment that enters Kenya with the agency.
+pub async fn kenya_circle(node: &TestNode) -> (Operator, Session, Session) {
+    let operator = Operator::new(node).await;
+    let trader = Session::new(node, "trader@forwarder.example").await;
+    let agency = Session::new(node, "officer@kra.example").await;
+    operator
+        .policy(
+            node,
+            rule(node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    (operator, trader, agency)
+}
+
 /// Trader, Kenyan and Tanzanian border agencies, the KEMBA terminal operator and an outsider,
 /// with the agency and operator rules in place.
 struct World {

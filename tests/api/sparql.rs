@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 use crate::inbox::{as_org, assert_completed, example, Session};
-use crate::sharing::{rule, Operator};
+use crate::sharing::kenya_circle;
 
 const SPARQL: &str = "/supply-chain/data-space/sparql";
 const PREFIXES: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> \
@@ -43,7 +43,7 @@ async fn query_as(node: &TestNode, who: &Session, q: &str, accept: &str) -> reqw
 }
 
 /// SELECT results (SPARQL JSON) as rows of variable → value.
-async fn rows(node: &TestNode, who: &Session, q: &str, extra: &[(&str, &str)]) -> Vec<Value> {
+pub async fn rows(node: &TestNode, who: &Session, q: &str, extra: &[(&str, &str)]) -> Vec<Value> {
     let r = query(node, who, &format!("{PREFIXES}{q}"), extra).await;
     assert_eq!(r.status(), StatusCode::OK, "{q}");
     assert_eq!(
@@ -75,16 +75,8 @@ struct Setup {
 }
 
 async fn setup(node: TestNode) -> Setup {
-    let operator = Operator::new(&node).await;
-    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let (_, trader, agency) = kenya_circle(&node).await;
     let outsider = Session::new(&node, "analyst@elsewhere.example").await;
-    let agency = Session::new(&node, "officer@kra.example").await;
-    operator
-        .policy(
-            &node,
-            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
     trader.publish_example(&node, "create-consignment").await;
     let mut other = as_org(example("create-consignment"), outsider.org());
     other["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-00000000b0b0");
