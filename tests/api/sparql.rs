@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 use crate::inbox::{as_org, assert_completed, example, Session};
-use crate::sharing::kenya_circle;
+use crate::sharing::{kenya_circle, rule, Operator};
 
 const SPARQL: &str = "/supply-chain/data-space/sparql";
 const PREFIXES: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> \
