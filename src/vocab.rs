@@ -52,10 +52,7 @@ impl Vocabulary {
             .map_err(|e| crate::Error::internal(format!("vocab/dataspace-node.ttl: {e}")))?;
         Ok(Self {
             n_triples: serialize(&triples, RdfFormat::NTriples)?,
-            json_ld: serialize(
-                &triples,
-                RdfFormat::from_media_type("application/ld+json").unwrap_or(RdfFormat::NTriples),
-            )?,
+            json_ld: json_ld(&triples)?,
         })
     }
 
@@ -66,6 +63,33 @@ impl Vocabulary {
             VocabularyForm::JsonLd => &self.json_ld,
         }
     }
+}
+
+/// The node's JSON-LD context for DocumentRecords (their third `@context` entry is the
+/// vocabulary's IRI): `contexts/dataspace-node.jsonld`.
+pub const CONTEXT: &str = include_str!("../contexts/dataspace-node.jsonld");
+
+/// The JSON-LD form of `/ns`: one document that is both the node's context (its `@context`,
+/// which is all a processor reads from a remote context) and the vocabulary (its `@graph`, in
+/// expanded form, so the context's terms do not change it).
+fn json_ld(triples: &[Triple]) -> crate::Result<String> {
+    let expanded = serialize(
+        triples,
+        oxigraph::io::RdfFormat::from_media_type("application/ld+json")
+            .ok_or_else(|| crate::Error::internal("no JSON-LD serializer"))?,
+    )?;
+    let expanded: serde_json::Value =
+        serde_json::from_str(&expanded).map_err(crate::Error::internal)?;
+    let nodes = match expanded {
+        serde_json::Value::Object(mut o) if o.contains_key("@graph") => {
+            o.remove("@graph").unwrap_or_default()
+        }
+        other => other,
+    };
+    let context: serde_json::Value =
+        serde_json::from_str(CONTEXT).map_err(crate::Error::internal)?;
+    let document = serde_json::json!({"@context": context["@context"], "@graph": nodes});
+    serde_json::to_string(&document).map_err(crate::Error::internal)
 }
 
 fn serialize(triples: &[Triple], format: oxigraph::io::RdfFormat) -> crate::Result<String> {

@@ -144,6 +144,39 @@ async fn the_vocabulary_is_served_and_defines_every_term_the_node_writes() {
         assert_eq!(graph.len(), turtle.len(), "{accept}");
         assert_eq!(defined(&graph), vocabulary, "{accept}");
     }
+    // The JSON-LD form is also the node's context, the third `@context` entry of a
+    // DocumentRecord: it names every record field the other two contexts do not, with a term
+    // of the vocabulary.
+    let r = w
+        .node
+        .client
+        .get(w.node.url("/ns"))
+        .header("accept", "application/ld+json")
+        .send()
+        .await
+        .unwrap();
+    let doc = json_body(r).await;
+    let context = doc["@context"].as_object().expect("a context object");
+    for field in [
+        "documentRevision",
+        "blobStorageId",
+        "integrity",
+        "attestationId",
+        "dateCreated",
+        "dateModified",
+        "dateDeleted",
+        "organizationIdentity",
+        "userIdentity",
+    ] {
+        let id = context[field]["@id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{field}"));
+        let iri = format!("{DSN}{}", id.strip_prefix("dsn:").unwrap());
+        assert!(
+            vocabulary.contains(&iri),
+            "{field} → {iri} is not in the vocabulary"
+        );
+    }
     let r = w
         .node
         .client
