@@ -1,6 +1,7 @@
 //! Content negotiation: the one place an endpoint's offered media types meet `Accept`.
 
 use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
 
 use crate::error::{Error, Result};
 
@@ -71,6 +72,15 @@ pub fn negotiate<T: Copy>(
                 .join(", "),
         )),
     }
+}
+
+/// A negotiated answer: `body` as `media_type`, marked as varying with `Accept`.
+pub fn negotiated(media_type: &'static str, body: impl IntoResponse) -> Response {
+    (
+        [(header::CONTENT_TYPE, media_type), (header::VARY, "accept")],
+        body,
+    )
+        .into_response()
 }
 
 /// `type/subtype` (lower case, parameters other than `q` dropped) and its `q` (default 1).

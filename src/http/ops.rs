@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::vocab::VocabularyForm;
 
-use super::negotiate::negotiate;
+use super::negotiate::{negotiate, negotiated};
 
 /// `GET /health`: 200 when the store answers.
 pub async fn health(State(node): State<Arc<Node>>) -> Result<Json<Value>> {
@@ -45,11 +45,10 @@ const VOCABULARY: &[(&str, VocabularyForm)] = &[
 /// credentials.
 pub async fn vocabulary(State(node): State<Arc<Node>>, headers: HeaderMap) -> Result<Response> {
     let (media_type, form) = negotiate(&headers, VOCABULARY)?;
-    Ok((
-        [(header::CONTENT_TYPE, media_type), (header::VARY, "accept")],
+    Ok(negotiated(
+        media_type,
         node.vocabulary.text(form).to_owned(),
-    )
-        .into_response())
+    ))
 }
 
 pub async fn not_found() -> Error {

@@ -4,14 +4,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::http::HeaderMap;
+use axum::response::Response;
 use axum::Json;
 use oxigraph::io::RdfFormat;
 use serde_json::{json, Value};
 
 use super::extract::{PathParams, QueryParams};
-use super::negotiate::negotiate;
+use super::negotiate::{negotiate, negotiated};
 use crate::auth::Caller;
 use crate::documents::LinkUse;
 use crate::error::Result;
@@ -79,21 +79,16 @@ pub async fn view(
 ) -> Result<Response> {
     let scope = scope(&params)?;
     let (media_type, linked) = negotiate(&headers, VIEW)?;
-    let mut response = match linked {
-        None => Json(blocking(move || node.views.view(&caller, scope, &id)).await?).into_response(),
-        Some(format) => {
-            let body = blocking(move || node.views.linked(&caller, scope, &id, format)).await?;
-            let mut response = body.into_response();
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
-            response
+    Ok(match linked {
+        None => {
+            let view = blocking(move || node.views.view(&caller, scope, &id)).await?;
+            negotiated(media_type, Json(view))
         }
-    };
-    response
-        .headers_mut()
-        .insert(header::VARY, HeaderValue::from_static("accept"));
-    Ok(response)
+        Some(format) => negotiated(
+            media_type,
+            blocking(move || node.views.linked(&caller, scope, &id, format)).await?,
+        ),
+    })
 }
 
 pub async fn events(

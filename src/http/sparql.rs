@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
 use oxigraph::io::{RdfFormat, RdfSerializer};
 use oxigraph::sparql::results::{QueryResultsFormat, QueryResultsSerializer};
 use oxigraph::sparql::CancellationToken;
 
 use super::extract::Body;
-use super::negotiate::negotiate;
+use super::negotiate::{negotiate, negotiated};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::node::Node;
@@ -149,11 +149,7 @@ async fn answer(
             Err(crate::sparql::timed_out())
         }
     };
-    let mut response = bytes?.into_response();
-    let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
-    h.insert(header::VARY, HeaderValue::from_static("accept"));
-    Ok(response)
+    Ok(negotiated(media_type, bytes?))
 }
 
 fn all(params: &[(String, String)], name: &str) -> Vec<String> {
