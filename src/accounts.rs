@@ -89,6 +89,15 @@ impl Accounts {
             .cloned()
     }
 
+    /// Is `did` one of this node's organisations? Blocking.
+    pub fn organization_exists(&self, did: &str) -> Result<bool> {
+        let Ok(org) = NamedNode::new(did) else {
+            return Ok(false);
+        };
+        self.queries
+            .ask(&self.store, "organization_exists", &[("org", org.into())])
+    }
+
     pub fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
         let rows = self.queries.select(
             &self.store,

@@ -78,6 +78,32 @@ pub struct Config {
     /// Most results (rows or triples) one SPARQL query may return (400 beyond).
     #[arg(long, env = "DATASPACE_NODE_SPARQL_MAX_ROWS", default_value_t = 10_000)]
     pub sparql_max_rows: usize,
+
+    /// Hosts (`host` or `host:port`) whose did:web documents and node endpoints may be reached
+    /// over plain HTTP; every other node is reached over HTTPS only. For loopback tests and
+    /// closed networks.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_FEDERATION_ALLOW_HTTP",
+        value_delimiter = ','
+    )]
+    pub federation_allow_http: Vec<String>,
+
+    /// How long a read waits for a partner node's dataset before answering without it.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_FEDERATION_TIMEOUT_MS",
+        default_value_t = 2000
+    )]
+    pub federation_timeout_ms: u64,
+
+    /// How long a pulled dataset may be reused by later reads (0: always pull).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_FEDERATION_CACHE_SECS",
+        default_value_t = 0
+    )]
+    pub federation_cache_secs: u64,
 }
 
 impl Config {
@@ -99,6 +125,9 @@ impl Config {
             list_link_ttl_secs: 300,
             sparql_timeout_secs: 10,
             sparql_max_rows: 10_000,
+            federation_allow_http: Vec::new(),
+            federation_timeout_ms: 2000,
+            federation_cache_secs: 0,
         }
     }
 

@@ -61,6 +61,14 @@ impl NodeIdentity {
     pub fn user_did(&self, id: &str) -> String {
         format!("did:web:{}:user:{id}", self.did_id)
     }
+
+    /// The id of one of this node's organisations, from its DID; `None` for anyone else's.
+    pub fn local_organization<'a>(&self, did: &'a str) -> Option<&'a str> {
+        did.strip_prefix("did:web:")?
+            .strip_prefix(self.did_id.as_str())?
+            .strip_prefix(":org:")
+            .filter(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()))
+    }
 }
 
 #[cfg(test)]
@@ -80,5 +88,19 @@ mod tests {
         assert!(id.is_https());
         assert_eq!(id.base_url(), "https://node.example.com/dataspace");
         assert!(NodeIdentity::new("ftp://x").is_err());
+        let id = NodeIdentity::new("http://127.0.0.1:8080").unwrap();
+        assert_eq!(
+            id.local_organization("did:web:127.0.0.1%3A8080:org:ab"),
+            Some("ab")
+        );
+        assert_eq!(
+            id.local_organization("did:web:127.0.0.1%3A8081:org:ab"),
+            None
+        );
+        assert_eq!(id.local_organization("did:web:127.0.0.1%3A8080:org:"), None);
+        assert_eq!(
+            id.local_organization("did:web:127.0.0.1%3A8080:org:a:b"),
+            None
+        );
     }
 }

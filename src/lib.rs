@@ -16,6 +16,8 @@
 //! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
+//! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
+//!   notices (outbox) and datasets pulled at read time.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
 //! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`; export
 //!   and import of the whole store (`store::backup`).
@@ -27,6 +29,7 @@ pub mod auth;
 pub mod config;
 pub mod documents;
 pub mod error;
+pub mod federation;
 pub mod http;
 pub mod identity;
 pub mod intake;
@@ -65,6 +68,25 @@ pub async fn run(
     let node = tokio::task::spawn_blocking(move || Node::open(config, &base_url)).await??;
     let node = Arc::new(node);
     tracing::info!(%addr, "listening");
+    let delivering = node.clone();
+    let outbox = tokio::spawn(async move {
+        let n = delivering.clone();
+        let result = delivering
+            .federation
+            .outbox
+            .deliver(
+                n.store.clone(),
+                |notice| {
+                    let n = n.clone();
+                    async move { n.federation.send(notice).await }
+                },
+                n.closing.subscribe(),
+            )
+            .await;
+        if let Err(e) = result {
+            tracing::error!(error = %e, "outbox delivery stopped");
+        }
+    });
     let closing = node.clone();
     let shutdown = async move {
         shutdown.await;
@@ -76,6 +98,8 @@ pub async fn run(
     )
     .with_graceful_shutdown(shutdown)
     .await?;
+    // The delivery task ends on the closing signal; what it had not sent stays in the store.
+    let _ = outbox.await;
     let store = node.store.clone();
     tokio::task::spawn_blocking(move || store.flush()).await??;
     tracing::info!("stopped; store flushed");

@@ -10,6 +10,7 @@ use crate::auth::{Auth, Sessions};
 use crate::config::Config;
 use crate::documents::Documents;
 use crate::error::Result;
+use crate::federation::Federation;
 use crate::identity::NodeIdentity;
 use crate::intake::Intake;
 use crate::secrets;
@@ -33,6 +34,7 @@ pub struct Node {
     pub sharing: Arc<Sharing>,
     pub documents: Arc<Documents>,
     pub sparql: Sparql,
+    pub federation: Arc<Federation>,
     /// The node's vocabulary, served at `/ns`.
     pub vocabulary: Vocabulary,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
@@ -90,13 +92,6 @@ impl Node {
         let listing = Arc::new(Listing::load(&store, &queries)?);
         let countries = Arc::new(crate::intake::load_countries()?);
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
-        let sharing = Arc::new(Sharing::open(
-            store.clone(),
-            queries.clone(),
-            countries,
-            identity.base_url(),
-            &cursor_key,
-        )?);
         let link_key = sha2::Sha256::digest(format!("blob-links\n{session_secret}").as_bytes());
         let documents = Arc::new(Documents::open(
             &config,
@@ -106,6 +101,21 @@ impl Node {
             &link_key,
             store.clone(),
             queries.clone(),
+        )?);
+        let federation = Arc::new(Federation::new(
+            identity.clone(),
+            documents.attestor().signing_key().clone(),
+            &config.federation_allow_http,
+            std::time::Duration::from_millis(config.federation_timeout_ms),
+            std::time::Duration::from_secs(config.federation_cache_secs),
+        )?);
+        let sharing = Arc::new(Sharing::open(
+            store.clone(),
+            queries.clone(),
+            countries,
+            identity.clone(),
+            federation.clone(),
+            &cursor_key,
         )?);
         let intake = Intake::new(
             store.clone(),
@@ -148,6 +158,7 @@ impl Node {
             sharing,
             documents,
             sparql,
+            federation,
             vocabulary,
             closing: tokio::sync::watch::channel(false).0,
         })

@@ -50,6 +50,11 @@ impl Attestor {
         })
     }
 
+    /// The node's Ed25519 key: it also signs the node's calls to other nodes.
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.key
+    }
+
     pub fn key_id(&self) -> String {
         format!("{}#attestation-key", self.issuer)
     }

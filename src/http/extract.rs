@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::auth::Caller;
 use crate::error::Error;
+use crate::federation::token::NodeCaller;
 use crate::node::Node;
 
 pub const API_KEY_HEADER: &str = "x-api-key";
@@ -67,6 +68,23 @@ impl FromRequestParts<Arc<Node>> for Caller {
             .get(API_KEY_HEADER)
             .and_then(|v| v.to_str().ok());
         node.auth.authenticate(key, session_token(parts))
+    }
+}
+
+/// A partner node's call: its node token (`Authorization: Bearer`), verified. Session tokens
+/// and API keys never authenticate node traffic.
+impl FromRequestParts<Arc<Node>> for NodeCaller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, node: &Arc<Node>) -> Result<Self, Error> {
+        let token = parts
+            .headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .ok_or_else(|| Error::Unauthorized("a node token is required".into()))?;
+        node.federation.authenticate(token).await
     }
 }
 

@@ -5,6 +5,7 @@ mod accounts;
 mod documents;
 pub mod error;
 pub mod extract;
+mod federation;
 mod inbox;
 mod negotiate;
 mod ops;
@@ -32,6 +33,10 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/health", get(ops::health))
         .route("/openapi.json", get(ops::openapi))
         .route("/ns", get(ops::vocabulary))
+        .route("/.well-known/did.json", get(federation::node_document))
+        .route("/org/{id}/did.json", get(federation::organization_document))
+        .route("/federation/inbox", post(federation::inbox))
+        .route("/federation/datasets", get(federation::dataset))
         .route("/authentication/login", post(accounts::login))
         .route("/authentication/login/create", post(accounts::create))
         .route("/authentication/session", get(accounts::session))

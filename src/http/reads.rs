@@ -17,7 +17,7 @@ use crate::documents::LinkUse;
 use crate::error::Result;
 use crate::node::Node;
 use crate::views::linked::Linked;
-use crate::views::{parse_limit, Page, Scope};
+use crate::views::{parse_limit, pick_document, Page, Read, Scope};
 
 type Params = QueryParams<HashMap<String, String>>;
 
@@ -52,8 +52,23 @@ pub async fn list(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let (scope, limit, cursor) = list_params(&params)?;
-    let page = blocking(move || node.views.list(&caller, scope, limit, cursor.as_deref())).await?;
-    Ok(page_body(page))
+    let org = caller.organization.clone();
+    let reading = node.clone();
+    let plan =
+        blocking(move || reading.views.list(&caller, scope, limit, cursor.as_deref())).await?;
+    let pulled = node.federation.pull(&org, &plan.remote()).await;
+    Ok(page_body(node.views.finish_list(plan, pulled)))
+}
+
+/// One consignment as this node holds it, joined with the partner datasets the caller may
+/// read (pulled in parallel; one that does not answer in time is left out).
+async fn read(node: &Arc<Node>, caller: Caller, scope: Scope, id: String) -> Result<Read> {
+    let org = caller.organization.clone();
+    let reading = node.clone();
+    let mut read = blocking(move || reading.views.read(&caller, scope, &id)).await?;
+    let pulled = node.federation.pull(&org, read.remote()).await;
+    node.views.join(&mut read, pulled)?;
+    Ok(read)
 }
 
 /// The representations of one consignment: the REST view first (the default), then linked
@@ -81,8 +96,8 @@ pub async fn view(
     let (media_type, linked) = negotiate(&headers, VIEW)?;
     Ok(match linked {
         None => {
-            let view = blocking(move || node.views.view(&caller, scope, &id)).await?;
-            negotiated(media_type, Json(view))
+            let read = read(&node, caller, scope, id).await?;
+            negotiated(media_type, Json(node.views.render_view(&read)))
         }
         Some(format) => negotiated(
             media_type,
@@ -98,7 +113,8 @@ pub async fn events(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
-    entities(blocking(move || node.views.events(&caller, scope, &id)).await?)
+    let read = read(&node, caller, scope, id).await?;
+    entities(node.views.render_events(&read))
 }
 
 pub async fn documents(
@@ -108,7 +124,9 @@ pub async fn documents(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
-    entities(blocking(move || node.views.documents(&caller, scope, &id, LinkUse::List)).await?)
+    let org = caller.organization.clone();
+    let read = read(&node, caller, scope, id).await?;
+    entities(node.views.render_documents(&read, &org, LinkUse::List))
 }
 
 /// A list answer: `{entities, cursor?}`, the cursor only when more rows exist.
@@ -116,6 +134,9 @@ pub(super) fn page_body(page: Page) -> Json<Value> {
     let mut body = json!({ "entities": page.entities });
     if let Some(c) = page.cursor {
         body["cursor"] = json!(c);
+    }
+    if !page.warnings.is_empty() {
+        body["warnings"] = json!(page.warnings);
     }
     Json(body)
 }
@@ -131,9 +152,10 @@ pub async fn document(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
-    Ok(Json(
-        blocking(move || node.views.document(&caller, scope, &id, &document_id)).await?,
-    ))
+    let org = caller.organization.clone();
+    let read = read(&node, caller, scope, id).await?;
+    let documents = node.views.render_documents(&read, &org, LinkUse::Single);
+    Ok(Json(pick_document(documents, &document_id)?))
 }
 
 pub async fn all_documents(

@@ -148,7 +148,7 @@ impl Apply<'_> {
         match self.activity.kind {
             Kind::Create => self.create(tx, effects),
             Kind::Update => self.update(tx, effects),
-            Kind::Add => self.add(tx),
+            Kind::Add => self.add(tx, effects),
         }
     }
 
@@ -320,17 +320,28 @@ impl Apply<'_> {
         now: &str,
         effects: &mut Effects,
     ) -> Result<()> {
-        let routed = Routed {
+        let routed = self.routed(record, created);
+        self.sharing
+            .route(tx, &routed, &facts(self.ports), now, effects)
+    }
+
+    fn routed<'r>(&'r self, record: &'r Record, created: &'r str) -> Routed<'r> {
+        Routed {
             consignment: &record.consignment,
             aig_hex: &record.aig_hex,
             global_id: &record.global_id,
             identifier: &record.identifier,
-            publisher: self.org(),
+            publisher: &record.publisher,
             created,
             graph: &record.graph,
-        };
-        self.sharing
-            .route(tx, &routed, &facts(self.ports), now, effects)
+            summary: Box::new(|| {
+                Value::Object(crate::views::summary::build(
+                    self.activity.object(),
+                    self.ports,
+                    self.codes,
+                ))
+            }),
+        }
     }
 
     fn update(
@@ -382,7 +393,11 @@ impl Apply<'_> {
         Ok(Ok(written))
     }
 
-    fn add(&self, tx: &mut Transaction<'_>) -> Result<Result<i64, TaskError>> {
+    fn add(
+        &self,
+        tx: &mut Transaction<'_>,
+        effects: &mut Effects,
+    ) -> Result<Result<i64, TaskError>> {
         let target_key = self
             .activity
             .target()
@@ -430,7 +445,14 @@ impl Apply<'_> {
         };
         if record.publisher != self.org() {
             // A circle member's contribution: the views find its graph through this.
-            Sharing::add_contributor(tx, &record.consignment, self.org());
+            if Sharing::add_contributor(tx, &record.consignment, self.org())?
+                && self.sharing.is_remote(&record.publisher)
+            {
+                let created = self.created_of(tx, &record)?;
+                let routed = self.routed(&record, &created);
+                self.sharing
+                    .offer_contribution(tx, &routed, self.org(), &now, effects)?;
+            }
         }
         let (mut triples, rest) = self.split(self.object_root);
         let mut object = object.clone();

@@ -19,6 +19,7 @@
 pub mod index;
 pub mod notifications;
 pub mod policy;
+mod remote;
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -30,6 +31,10 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Caller;
 use crate::error::{Error, Result};
+use crate::federation::notice::{self as federation_notice, Kind};
+use crate::federation::outbox::Notice;
+use crate::federation::Federation;
+use crate::identity::NodeIdentity;
 use crate::store::{graphs, Queries, Store};
 use crate::views::cursor::{Cursors, Position};
 use crate::views::listing::{self, Key, Listing};
@@ -46,6 +51,8 @@ pub struct Effects {
     shares: Vec<(String, Key)>,
     unshares: Vec<(String, Key)>,
     notices: Vec<(String, u64)>,
+    /// Notices to other nodes, delivered after the commit.
+    outbox: Vec<Notice>,
     policy_added: Option<Policy>,
     policy_removed: Option<String>,
     routing: std::time::Duration,
@@ -69,10 +76,14 @@ pub struct Routed<'a> {
     pub created: &'a str,
     /// The publisher's contribution graph: the dataset the notification names.
     pub graph: &'a NamedNode,
+    /// The ConsignmentSummary columns, built only when a partner node is notified.
+    pub summary: Box<dyn Fn() -> Value + 'a>,
 }
 
 pub struct Sharing {
     store: Arc<Store>,
+    identity: Arc<NodeIdentity>,
+    federation: Arc<Federation>,
     queries: Arc<Queries>,
     countries: Arc<HashSet<String>>,
     target: String,
@@ -113,7 +124,8 @@ impl Sharing {
         store: Arc<Store>,
         queries: Arc<Queries>,
         countries: Arc<HashSet<String>>,
-        base_url: &str,
+        identity: Arc<NodeIdentity>,
+        federation: Arc<Federation>,
         cursor_key: &[u8],
     ) -> Result<Self> {
         let mut policies = PolicySet::default();
@@ -140,9 +152,11 @@ impl Sharing {
         Ok(Self {
             target: format!(
                 "{}/supply-chain/data-space/consignments",
-                base_url.trim_end_matches('/')
+                identity.base_url()
             ),
             store,
+            identity,
+            federation,
             queries,
             countries,
             policies: RwLock::new(policies),
@@ -184,6 +198,7 @@ impl Sharing {
             self.shared.remove(org, key);
         }
         self.notifications.committed(&effects.notices);
+        self.federation.outbox.committed(&effects.outbox);
     }
 
     /// `POST /policies`: checks the body, stores the policy and indexes it. Blocking.
@@ -192,12 +207,17 @@ impl Sharing {
             countries: &self.countries,
             target: &self.target,
         };
-        let exists = |did: &str| match NamedNode::new(did) {
-            Ok(org) => self
-                .queries
-                .ask(&self.store, "organization_exists", &[("org", org.into())])
-                .unwrap_or(false),
-            Err(_) => false,
+        // An organisation of this node that exists, or one of another node: routing then
+        // announces the share to that node.
+        let exists = |did: &str| {
+            self.federation.is_remote(did)
+                || match NamedNode::new(did) {
+                    Ok(org) => self
+                        .queries
+                        .ask(&self.store, "organization_exists", &[("org", org.into())])
+                        .unwrap_or(false),
+                    Err(_) => false,
+                }
         };
         let draft = policy::check(body, &rules, &exists).map_err(|problems| {
             let mut properties = serde_json::Map::new();
@@ -311,7 +331,7 @@ impl Sharing {
             })),
             _ => None,
         };
-        Ok(Page { entities, cursor })
+        Ok(Page::new(entities, cursor))
     }
 
     /// `DELETE /policies/{uid}`: drops the policy and the grants only it gave. Returns how
@@ -432,6 +452,26 @@ impl Sharing {
             }
             tx.insert(&member);
             notified.insert(org.clone());
+            if self.federation.is_remote(&org) {
+                // The grant above is what the provider checks when the partner node pulls.
+                let body = federation_notice::build(
+                    Kind::Share,
+                    c.publisher,
+                    &org,
+                    &federation_notice::Subject {
+                        dataset: c.graph.as_str(),
+                        global_id: c.global_id,
+                        identifier: c.identifier,
+                        aig_hex: c.aig_hex,
+                        created: c.created,
+                    },
+                    Some(&uid),
+                    Some((c.summary)()),
+                    now,
+                );
+                self.queue(tx, c.publisher, &org, body, effects);
+                continue;
+            }
             let note = json!({
                 "id": null,
                 "type": "ConsignmentShared",
@@ -495,13 +535,23 @@ impl Sharing {
             .collect()
     }
 
-    /// Records `org` as a contributor of a consignment it does not publish.
-    pub fn add_contributor(tx: &mut Transaction<'_>, record: &NamedNode, org: &str) {
-        tx.insert(&quad(
+    /// Records `org` as a contributor of a consignment it does not publish; `true` when it
+    /// had not contributed before.
+    pub fn add_contributor(
+        tx: &mut Transaction<'_>,
+        record: &NamedNode,
+        org: &str,
+    ) -> Result<bool> {
+        let q = quad(
             record.clone(),
             dsn("contributor"),
             NamedNode::new_unchecked(org),
-        ));
+        );
+        let new = !has(tx, &q)?;
+        if new {
+            tx.insert(&q);
+        }
+        Ok(new)
     }
 
     /// Up to `n` list keys of consignments shared with `org`, newest first, after `after`.
@@ -543,7 +593,7 @@ impl Sharing {
             })),
             _ => None,
         };
-        Ok(Page { entities, cursor })
+        Ok(Page::new(entities, cursor))
     }
 
     /// The caller organisation's notifications numbered above `after`, oldest first, at most

@@ -364,7 +364,7 @@ fn check_permission(
         Some(did) => {
             problems.push(Problem::new(
                 format!("{at}.assignee"),
-                format!("{did:?} is not an organisation on this node"),
+                format!("{did:?} is neither an organisation on this node nor an organisation DID of another node (did:web:<host>:org:<id>)"),
             ));
             None
         }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::cursor::Position;
-use super::{instant, org_term, parse_json, summary, text, Page, Part, Scope, Views};
+use super::{instant, org_term, parse_json, summary, text, Page, Part, Read, Scope, Views};
 use crate::auth::Caller;
 use crate::documents::{LinkUse, Revision};
 use crate::error::{Error, Result};
@@ -31,6 +31,11 @@ impl Views {
         Ok(self.dedupe(&parts.documents, &caller.organization, usage))
     }
 
+    /// The DocumentAttachments of a read (with pulled partner datasets joined).
+    pub fn render_documents(&self, read: &Read, org: &str, usage: LinkUse) -> Vec<Value> {
+        self.dedupe(&read.parts.documents, org, usage)
+    }
+
     /// `GET /consignments/{id}/documents/{documentId}`.
     pub fn document(
         &self,
@@ -39,10 +44,8 @@ impl Views {
         id: &str,
         document_id: &str,
     ) -> Result<Value> {
-        self.documents(caller, scope, id, LinkUse::Single)?
-            .into_iter()
-            .find(|d| d["documentId"] == document_id)
-            .ok_or_else(|| Error::NotFound("no document with this id is available to you".into()))
+        let documents = self.documents(caller, scope, id, LinkUse::Single)?;
+        pick(documents, document_id)
     }
     /// `GET /documents`: the caller's documents across consignments (or of one), newest first.
     pub fn all_documents(
@@ -88,10 +91,7 @@ impl Views {
                         .into(),
                 })
             });
-            return Ok(Page {
-                entities: page,
-                cursor,
-            });
+            return Ok(Page::new(page, cursor));
         }
         let (at, id) = match &after {
             Some(p) => (p.at.as_str(), p.id.as_str()),
@@ -146,7 +146,7 @@ impl Views {
             .iter()
             .map(|row| self.attachment(&document_part(row), text(row, "aig"), LinkUse::List))
             .collect();
-        Ok(Page { entities, cursor })
+        Ok(Page::new(entities, cursor))
     }
 
     /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
@@ -199,7 +199,10 @@ impl Views {
         for part in ordered {
             let revision = revision_of(part);
             if seen.insert(revision.document_id.clone()) {
-                out.push(self.attachment_of(part, &revision, None, usage));
+                out.push(match &part.partner {
+                    Some(partner) => partner.attachment.clone(),
+                    None => self.attachment_of(part, &revision, None, usage),
+                });
             }
         }
         out
@@ -344,6 +347,14 @@ pub(super) fn revision_of(part: &Part) -> Revision {
     }
 }
 
+/// The attachment of `document_id` among a consignment's documents.
+pub fn pick(documents: Vec<Value>, document_id: &str) -> Result<Value> {
+    documents
+        .into_iter()
+        .find(|d| d["documentId"] == document_id)
+        .ok_or_else(|| Error::NotFound("no document with this id is available to you".into()))
+}
+
 fn document_part(row: &QuerySolution) -> Part {
     Part {
         id: text(row, "node").unwrap_or_default(),
@@ -351,5 +362,6 @@ fn document_part(row: &QuerySolution) -> Part {
         json: parse_json(&text(row, "json").unwrap_or_default()),
         payload: text(row, "payload").map(|p| parse_json(&p)),
         contributor: text(row, "contributor"),
+        partner: None,
     }
 }

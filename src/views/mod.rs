@@ -21,6 +21,8 @@
 pub mod codes;
 pub mod cursor;
 mod documents;
+mod federated;
+pub use documents::pick as pick_document;
 pub mod linked;
 pub mod listing;
 pub mod summary;
@@ -34,6 +36,7 @@ use serde_json::{json, Map, Value};
 use crate::auth::Caller;
 use crate::documents::Documents;
 use crate::error::{Error, Result};
+use crate::federation::RemoteDataset;
 use crate::intake::literal;
 use crate::jsonld::{Compactor, Contexts};
 use crate::sharing::Sharing;
@@ -100,6 +103,18 @@ pub fn parse_limit(value: Option<&str>) -> Result<usize> {
 pub struct Page {
     pub entities: Vec<Value>,
     pub cursor: Option<String>,
+    /// `discoveryFailed` warnings of partner datasets a list could not include.
+    pub warnings: Vec<Value>,
+}
+
+impl Page {
+    pub fn new(entities: Vec<Value>, cursor: Option<String>) -> Self {
+        Self {
+            entities,
+            cursor,
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// A consignment the caller may read, as found in the index.
@@ -112,6 +127,8 @@ pub struct Visible {
     pub updated: String,
     /// The contribution graphs the scope lets the caller read.
     pub graphs: Vec<NamedNode>,
+    /// The contributions the scope lets the caller read that partner nodes hold: pulled.
+    pub remote: Vec<RemoteDataset>,
 }
 
 pub struct Views {
@@ -181,13 +198,15 @@ impl Views {
     /// `GET /consignments`: the caller's consignments (`own`), those shared with it
     /// (`shared`) or both merged newest first, a shared row dropped when the caller has its own
     /// consignment with that identifier (`all`). Blocking.
+    /// Rows of consignments held elsewhere come back as [`Item::Remote`], completed by
+    /// [`Views::finish_list`] with what their providers send.
     pub fn list(
         &self,
         caller: &Caller,
         scope: Scope,
         limit: usize,
         cursor: Option<&str>,
-    ) -> Result<Page> {
+    ) -> Result<ListPlan> {
         let org = &caller.organization;
         let mut after = match cursor {
             Some(c) => {
@@ -224,6 +243,7 @@ impl Views {
                 after = Some(key.clone());
                 let row = if own {
                     self.summary_row_of(org, &key.1)?
+                        .map(|r| Item::Ready(summary_row(&r)))
                 } else {
                     self.shared_row(org, &key.1, scope == Scope::All)?
                 };
@@ -250,13 +270,15 @@ impl Views {
             ),
             _ => None,
         };
-        let entities = rows.iter().map(summary_row).collect();
-        Ok(Page { entities, cursor })
+        Ok(ListPlan {
+            items: rows,
+            cursor,
+        })
     }
 
     /// The list row of a consignment shared with `org`; `None` when `dedupe` and `org` has
     /// its own consignment with the same identifier (its own copy wins).
-    fn shared_row(&self, org: &str, aig: &str, dedupe: bool) -> Result<Option<Row>> {
+    fn shared_row(&self, org: &str, aig: &str, dedupe: bool) -> Result<Option<Item>> {
         let hex = aig.strip_prefix("aig:").unwrap_or(aig);
         let record = graphs::consignment(hex);
         let publisher = self
@@ -277,15 +299,9 @@ impl Views {
         let Some(publisher) = publisher else {
             return Ok(None);
         };
-        let Some(row) = self.summary_row_of(&publisher, aig)? else {
-            return Ok(None);
-        };
+        let index = graphs::consignment_index();
         if dedupe {
-            let identifier = parse_json(&row.summary)
-                .get("identifier")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            if let Some(identifier) = identifier {
+            if let Some(identifier) = self.fact(&record, "identifier", &index)? {
                 let own = self.queries.select(
                     &self.store,
                     "consignment_by_key",
@@ -299,7 +315,52 @@ impl Views {
                 }
             }
         }
-        Ok(Some(row))
+        if self.sharing.is_remote(&publisher) {
+            let dataset = self
+                .store
+                .db()
+                .quads_for_pattern(
+                    Some(record.as_ref().into()),
+                    Some(crate::vocab::dsn("graph").as_ref()),
+                    None,
+                    Some(index.as_ref().into()),
+                )
+                .next()
+                .transpose()?
+                .map(|q| match q.object {
+                    Term::NamedNode(n) => n.into_string(),
+                    other => other.to_string(),
+                });
+            return Ok(dataset.map(|dataset| {
+                Item::Remote(RemoteDataset {
+                    provider: publisher,
+                    dataset,
+                })
+            }));
+        }
+        Ok(self
+            .summary_row_of(&publisher, aig)?
+            .map(|r| Item::Ready(summary_row(&r))))
+    }
+
+    /// The literal value of `s p ?o` in graph `g`.
+    fn fact(&self, s: &NamedNode, p: &str, g: &NamedNode) -> Result<Option<String>> {
+        let p = crate::vocab::dsn(p);
+        let found = self
+            .store
+            .db()
+            .quads_for_pattern(
+                Some(s.as_ref().into()),
+                Some(p.as_ref()),
+                None,
+                Some(g.as_ref().into()),
+            )
+            .next()
+            .transpose()?;
+        Ok(found.and_then(|q| match q.object {
+            Term::Literal(l) => Some(l.value().to_owned()),
+            _ => None,
+        }))
     }
 
     /// The list row of one of `publisher`'s consignments: point look-ups in the store's
@@ -312,24 +373,7 @@ impl Views {
         let index = graphs::consignment_index();
         let graph = graphs::contribution(hex, publisher);
         let status = graphs::minted("status", &format!("{hex}:{}", graphs::org_key(publisher)));
-        let one = |s: &NamedNode, p: &str, g: &NamedNode| -> Result<Option<String>> {
-            let p = crate::vocab::dsn(p);
-            let found = self
-                .store
-                .db()
-                .quads_for_pattern(
-                    Some(s.as_ref().into()),
-                    Some(p.as_ref()),
-                    None,
-                    Some(g.as_ref().into()),
-                )
-                .next()
-                .transpose()?;
-            Ok(found.and_then(|q| match q.object {
-                Term::Literal(l) => Some(l.value().to_owned()),
-                _ => None,
-            }))
-        };
+        let one = |s: &NamedNode, p: &str, g: &NamedNode| self.fact(s, p, g);
         let (Some(aig), Some(created), Some(updated), Some(summary)) = (
             one(&record, "aigId", &index)?,
             one(&record, "created", &index)?,
@@ -373,8 +417,9 @@ impl Views {
                 continue;
             };
             let aig = text(&row, "aig").unwrap_or_default();
-            let graphs = self.scope_graphs(org, scope, &record, &aig, &publisher, &graph)?;
-            if graphs.is_empty() {
+            let (graphs, remote) =
+                self.scope_graphs(org, scope, &record, &aig, &publisher, &graph)?;
+            if graphs.is_empty() && remote.is_empty() {
                 continue;
             }
             return Ok(Visible {
@@ -384,13 +429,14 @@ impl Views {
                 created: text(&row, "created").unwrap_or_default(),
                 updated: text(&row, "updated").unwrap_or_default(),
                 graphs,
+                remote,
             });
         }
         Err(Error::NotFound(NOT_FOUND.into()))
     }
 
     /// The contribution graphs of one consignment that `org` reads in `scope` (see the module
-    /// docs); empty when it may read none.
+    /// docs), those held here and those partner nodes hold; both empty when it may read none.
     fn scope_graphs(
         &self,
         org: &str,
@@ -399,26 +445,37 @@ impl Views {
         aig: &str,
         publisher: &str,
         publisher_graph: &NamedNode,
-    ) -> Result<Vec<NamedNode>> {
+    ) -> Result<(Vec<NamedNode>, Vec<RemoteDataset>)> {
         let hex = aig.strip_prefix("aig:").unwrap_or(aig);
         let is_publisher = publisher == org;
         let contributors = self.sharing.contributors(record)?;
         let mut out = Vec::new();
+        let mut remote = Vec::new();
         if scope.includes_own() && (is_publisher || contributors.iter().any(|c| c == org)) {
             out.push(graphs::contribution(hex, org));
         }
         if scope.includes_shared() && (is_publisher || self.sharing.is_shared_with(record, org)?) {
-            if !is_publisher {
-                out.push(publisher_graph.clone());
+            let others = (!is_publisher)
+                .then(|| (publisher, publisher_graph.clone()))
+                .into_iter()
+                .chain(
+                    contributors
+                        .iter()
+                        .filter(|c| *c != org)
+                        .map(|c| (c.as_str(), graphs::contribution(hex, c))),
+                );
+            for (owner, graph) in others {
+                if self.sharing.is_remote(owner) {
+                    remote.push(RemoteDataset {
+                        provider: owner.to_owned(),
+                        dataset: graph.into_string(),
+                    });
+                } else {
+                    out.push(graph);
+                }
             }
-            out.extend(
-                contributors
-                    .iter()
-                    .filter(|c| *c != org)
-                    .map(|c| graphs::contribution(hex, c)),
-            );
         }
-        Ok(out)
+        Ok((out, remote))
     }
 
     /// The parts of a consignment in the contribution graphs the caller may read.
@@ -446,6 +503,7 @@ impl Views {
                         json,
                         payload: None,
                         contributor,
+                        partner: None,
                     }),
                     Some("document") => parts.documents.push(Part {
                         id,
@@ -453,6 +511,7 @@ impl Views {
                         json,
                         payload: text(&row, "payload").map(|p| parse_json(&p)),
                         contributor,
+                        partner: None,
                     }),
                     Some("system") => parts.system.push(Part {
                         id,
@@ -460,6 +519,7 @@ impl Views {
                         json,
                         payload: None,
                         contributor,
+                        partner: None,
                     }),
                     _ => {}
                 }
@@ -471,10 +531,17 @@ impl Views {
         Ok(parts)
     }
 
-    /// `GET /consignments/{id}`: the ConsignmentView. Blocking.
-    pub fn view(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Value> {
+    /// `GET /consignments/{id}`: the ConsignmentView, from what this node holds; the
+    /// partner datasets the caller may read are pulled by [`Views::finish`]. Blocking.
+    pub fn read(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Read> {
         let visible = self.resolve(caller, scope, id)?;
         let parts = self.parts(&visible)?;
+        Ok(Read { visible, parts })
+    }
+
+    /// The ConsignmentView of a read.
+    pub fn render_view(&self, read: &Read) -> Value {
+        let (visible, parts) = (&read.visible, &read.parts);
         let payload = parts.payload.clone().unwrap_or(Value::Null);
         let departure = payload
             .get("atDepartureTransportMovement")
@@ -498,7 +565,10 @@ impl Views {
                 parts
                     .documents
                     .iter()
-                    .map(|d| self.document_record(d))
+                    .map(|d| match &d.partner {
+                        Some(partner) => partner.record.clone(),
+                        None => self.document_record(d),
+                    })
                     .collect(),
             ),
         );
@@ -532,22 +602,22 @@ impl Views {
             })
             .collect();
         view.insert("resolvedTransportEquipment".into(), Value::Array(equipment));
-        Ok(Value::Object(view))
+        Value::Object(view)
     }
 
-    /// `GET /consignments/{id}/events`. Blocking.
-    pub fn events(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Vec<Value>> {
-        let visible = self.resolve(caller, scope, id)?;
-        Ok(self
-            .parts(&visible)?
-            .events
-            .iter()
-            .map(event_view)
-            .collect())
+    /// The EventViews of a read.
+    pub fn render_events(&self, read: &Read) -> Vec<Value> {
+        read.parts.events.iter().map(event_view).collect()
     }
 }
 
-#[derive(Default)]
+/// One consignment as read from this node, before partner datasets join it.
+pub struct Read {
+    pub visible: Visible,
+    parts: Parts,
+}
+
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Parts {
     payload: Option<Value>,
     events: Vec<Part>,
@@ -555,6 +625,7 @@ struct Parts {
     system: Vec<Part>,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Part {
     id: String,
     at: String,
@@ -563,6 +634,16 @@ struct Part {
     /// A document's payload as sent (for documents recorded before revisions were kept).
     payload: Option<Value>,
     contributor: Option<String>,
+    /// A partner's document as its node rendered it (its links point there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    partner: Option<Partner>,
+}
+
+/// A document as the providing node renders it: DocumentRecord and DocumentAttachment.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Partner {
+    record: Value,
+    attachment: Value,
 }
 
 /// Orders date-times by the instant they name: stored `xsd:dateTime`s come back canonical
@@ -598,6 +679,18 @@ fn event_view(part: &Part) -> Value {
         v.insert("contributor".into(), json!(c));
     }
     Value::Object(v)
+}
+
+/// A list page before partner datasets are pulled.
+pub struct ListPlan {
+    items: Vec<Item>,
+    cursor: Option<String>,
+}
+
+/// One row of a list page: ready, or to be pulled from a partner node.
+enum Item {
+    Ready(Value),
+    Remote(RemoteDataset),
 }
 
 /// The stored facts of one list row.

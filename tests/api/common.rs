@@ -45,8 +45,38 @@ impl TestNode {
         Self::launch(config, dir).await
     }
 
+    /// A node serving on a listener the test bound already: partner nodes must know its
+    /// address (and so its did:web) before it starts.
+    pub async fn start_on(
+        listener: tokio::net::TcpListener,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::with_data_dir(dir.path());
+        config.api_key = Some(OPERATOR_KEY.into());
+        adjust(&mut config);
+        Self::launch_on(config, dir, listener).await
+    }
+
+    /// Graceful stop; [`TestNode::start_again`] brings the node back on the same data
+    /// directory and port (so with the same did:web).
+    pub async fn halt(mut self) -> (Config, String, TempDir) {
+        let addr = self.base.trim_start_matches("http://").to_owned();
+        let dir = self.stop_inner().await;
+        (self.config.clone(), addr, dir)
+    }
+
+    pub async fn start_again((config, addr, dir): (Config, String, TempDir)) -> Self {
+        let listener = rebind(&addr).await;
+        Self::launch_on(config, dir, listener).await
+    }
+
     async fn launch(config: Config, dir: TempDir) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::launch_on(config, dir, listener).await
+    }
+
+    async fn launch_on(config: Config, dir: TempDir, listener: tokio::net::TcpListener) -> Self {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(dataspace_node::run(listener, config.clone(), async {
@@ -83,10 +113,10 @@ impl TestNode {
         self.stop_inner().await
     }
 
-    /// Graceful stop, then a new server on the same data directory.
-    pub async fn restart(mut self) -> Self {
-        let dir = self.stop_inner().await;
-        Self::launch(self.config.clone(), dir).await
+    /// Graceful stop, then a new server on the same data directory and port: the base URL,
+    /// and with it the node's and its organisations' did:web, stay the same.
+    pub async fn restart(self) -> Self {
+        Self::start_again(self.halt().await).await
     }
 
     async fn stop_inner(&mut self) -> TempDir {
@@ -176,6 +206,17 @@ impl Drop for TestNode {
             let _ = tx.send(());
         }
     }
+}
+
+/// Binds `addr` again after a server on it stopped.
+async fn rebind(addr: &str) -> tokio::net::TcpListener {
+    for _ in 0..100 {
+        if let Ok(l) = tokio::net::TcpListener::bind(addr).await {
+            return l;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("could not bind {addr} again");
 }
 
 pub fn session_cookie(r: &Response) -> Option<String> {

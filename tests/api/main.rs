@@ -5,6 +5,7 @@ mod accounts;
 mod common;
 mod documents;
 mod export;
+mod federation;
 mod inbox;
 mod linked;
 mod openapi;

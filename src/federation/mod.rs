@@ -1,0 +1,259 @@
+//! Federation: organisations on other nodes as partners. Data stays with its provider and is
+//! pulled under the sharing rules when read.
+//!
+//! - [`did`]: this node's did:web documents and the resolution of other nodes'.
+//! - [`token`]: the short-lived EdDSA JWTs every node-to-node call carries.
+//! - [`outbox`]: notices to other nodes, persisted with the change that causes them and
+//!   delivered with retries.
+//! - [`notice`]: the notices' AS2 form — `Announce` (a consignment shared with a partner's
+//!   organisation by a policy) and `Offer` (a partner's contribution to a consignment this
+//!   node provides).
+//!
+//! The flow: routing on the provider node matches a policy whose assignee is an organisation
+//! on another node → the grant is recorded locally (the provider checks it on every pull) and
+//! an `Announce` is queued → the receiving node records the consignment as held elsewhere,
+//! puts it in the assignee's circle and notifies it → the assignee's `shared`/`all` reads pull
+//! the dataset from the provider (in parallel, with a timeout). An `Add` by the assignee goes
+//! into its own contribution graph on its own node and is offered back to the provider with an
+//! `Offer`, so the provider's reads pull it in turn.
+
+pub mod did;
+pub mod notice;
+pub mod outbox;
+pub mod token;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ed25519_dalek::SigningKey;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::identity::NodeIdentity;
+use did::Resolver;
+use outbox::{Delivery, Notice, Outbox};
+use token::{NodeCaller, Tokens};
+
+/// The path of the federation endpoint under the node's base URL.
+pub const ENDPOINT_PATH: &str = "/federation";
+/// The largest dataset accepted from a partner node.
+const MAX_DATASET_BYTES: usize = 16 * 1024 * 1024;
+
+/// A dataset held by another node: who provides it and its id there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RemoteDataset {
+    pub provider: String,
+    pub dataset: String,
+}
+
+type Pulled = (Instant, Arc<Value>);
+
+pub struct Federation {
+    identity: Arc<NodeIdentity>,
+    key: SigningKey,
+    tokens: Tokens,
+    resolver: Resolver,
+    client: reqwest::Client,
+    timeout: Duration,
+    cache_ttl: Duration,
+    /// Pulled datasets by (reader organisation, dataset), when a cache lifetime is set.
+    cache: Mutex<HashMap<(String, RemoteDataset), Pulled>>,
+    pub outbox: Outbox,
+}
+
+impl Federation {
+    pub fn new(
+        identity: Arc<NodeIdentity>,
+        key: SigningKey,
+        allow_http: &[String],
+        timeout: Duration,
+        cache_ttl: Duration,
+    ) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout.max(Duration::from_secs(1)))
+            .build()
+            .map_err(Error::internal)?;
+        let allow: HashSet<String> = allow_http
+            .iter()
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
+        if !allow.is_empty() {
+            tracing::warn!(hosts = ?allow, "partner nodes on these hosts are reached over plain HTTP");
+        }
+        Ok(Self {
+            tokens: Tokens::new(identity.node_did(), &key)?,
+            resolver: Resolver::new(client.clone(), allow),
+            identity,
+            key,
+            client,
+            timeout,
+            cache_ttl,
+            cache: Mutex::new(HashMap::new()),
+            outbox: Outbox::default(),
+        })
+    }
+
+    /// This node's federation endpoint (the service entry of its DID documents).
+    pub fn endpoint(&self) -> String {
+        format!("{}{ENDPOINT_PATH}", self.identity.base_url())
+    }
+
+    /// The DID document of the node (`None`) or of one of its organisations.
+    pub fn document(&self, organization: Option<&str>) -> Value {
+        let node = self.identity.node_did();
+        let did = match organization {
+            Some(id) => self.identity.organization_did(id),
+            None => node.clone(),
+        };
+        did::document(&did, &node, &self.key.verifying_key(), &self.endpoint())
+    }
+
+    /// Is `org` an organisation of another node (a did:web organisation DID not of this one)?
+    pub fn is_remote(&self, org: &str) -> bool {
+        did::node_of(org).is_some_and(|node| node != self.identity.node_did())
+    }
+
+    /// Checks a node token from a request's `Authorization: Bearer` value.
+    pub async fn authenticate(&self, token: &str) -> Result<NodeCaller> {
+        self.tokens.verify(token, &self.resolver).await
+    }
+
+    /// The federation endpoint of the node an organisation DID belongs to, from its DID
+    /// document, and that node's DID.
+    async fn partner(&self, org: &str) -> std::result::Result<(String, String), String> {
+        let node =
+            did::node_of(org).ok_or_else(|| format!("{org:?} is not an organisation DID"))?;
+        let document = self.resolver.resolve(org).await?;
+        let endpoint = did::endpoint_of(&document)
+            .ok_or_else(|| format!("the DID document of {org} names no federation endpoint"))?;
+        let url = url::Url::parse(&endpoint).map_err(|e| format!("{endpoint}: {e}"))?;
+        let host = match url.port() {
+            Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_owned(),
+        };
+        if url.scheme() != "https"
+            && !(url.scheme() == "http" && self.resolver.allow_http().contains(&host))
+        {
+            return Err(format!(
+                "{endpoint}: plain HTTP is not allowed for this host"
+            ));
+        }
+        Ok((endpoint, node.to_owned()))
+    }
+
+    /// One delivery attempt of an outbox notice.
+    pub async fn send(&self, notice: Notice) -> Delivery {
+        let (endpoint, node) = match self.partner(&notice.to).await {
+            Ok(p) => p,
+            Err(e) => return Delivery::Retry(e),
+        };
+        let token = match self.tokens.issue(&notice.from, &node) {
+            Ok(t) => t,
+            Err(e) => return Delivery::Retry(e.to_string()),
+        };
+        let sent = self
+            .client
+            .post(format!("{endpoint}/inbox"))
+            .bearer_auth(token)
+            .json(&notice.body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => Delivery::Done,
+            Ok(r)
+                if r.status().is_client_error()
+                    && !matches!(r.status().as_u16(), 401 | 408 | 429) =>
+            {
+                let status = r.status();
+                let body = r.text().await.unwrap_or_default();
+                Delivery::Refused(format!("status {status}: {}", truncate(&body)))
+            }
+            Ok(r) => Delivery::Retry(format!("status {}", r.status())),
+            Err(e) => Delivery::Retry(e.to_string()),
+        }
+    }
+
+    /// Pulls one dataset from its provider's node, as `org` (a reader on this node).
+    async fn pull_one(
+        &self,
+        org: &str,
+        remote: &RemoteDataset,
+    ) -> std::result::Result<Arc<Value>, String> {
+        let key = (org.to_owned(), remote.clone());
+        if !self.cache_ttl.is_zero() {
+            if let Some((at, v)) = self
+                .cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&key)
+            {
+                if at.elapsed() < self.cache_ttl {
+                    return Ok(v.clone());
+                }
+            }
+        }
+        let (endpoint, node) = self.partner(&remote.provider).await?;
+        let token = self.tokens.issue(org, &node).map_err(|e| e.to_string())?;
+        let response = self
+            .client
+            .get(format!("{endpoint}/datasets"))
+            .query(&[("id", remote.dataset.as_str())])
+            .bearer_auth(token)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("status {}", response.status()));
+        }
+        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+        if bytes.len() > MAX_DATASET_BYTES {
+            return Err("dataset too large".into());
+        }
+        let value = Arc::new(serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?);
+        if !self.cache_ttl.is_zero() {
+            self.cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key, (Instant::now(), value.clone()));
+        }
+        Ok(value)
+    }
+
+    /// Pulls datasets in parallel, each within the configured timeout; `None` for one that
+    /// failed (logged).
+    pub async fn pull(&self, org: &str, remotes: &[RemoteDataset]) -> Vec<Option<Arc<Value>>> {
+        let pulls = remotes.iter().map(|r| async move {
+            match tokio::time::timeout(self.timeout, self.pull_one(org, r)).await {
+                Ok(Ok(v)) => Some(v),
+                Ok(Err(e)) => {
+                    tracing::warn!(
+                        provider = r.provider,
+                        dataset = r.dataset,
+                        error = e,
+                        "dataset not pulled"
+                    );
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        provider = r.provider,
+                        dataset = r.dataset,
+                        "dataset pull timed out"
+                    );
+                    None
+                }
+            }
+        });
+        futures_util::future::join_all(pulls).await
+    }
+}
+
+fn truncate(s: &str) -> &str {
+    match s.char_indices().nth(200) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

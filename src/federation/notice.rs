@@ -1,0 +1,209 @@
+//! The notices nodes send each other, as AS2 activities:
+//!
+//! ```json
+//! {"@context": "https://www.w3.org/ns/activitystreams", "id": "urn:uuid:…",
+//!  "type": "Announce" | "Offer", "actor": "<sending organisation DID>",
+//!  "to": ["<receiving organisation DID>"], "published": "<date-time>",
+//!  "object": {"type": "Dataset", "id": "<datasetId>",
+//!             "consignment": {"globalId", "identifier", "aigId"},
+//!             "created": "<date-time>", "policy": "<uid>", "summary": {…}}}
+//! ```
+//!
+//! `Announce`: the actor shares its consignment with the receiver (a policy matched);
+//! `Offer`: the actor contributed to the receiver's consignment and offers its contribution.
+
+use serde_json::{json, Value};
+
+use super::did;
+use crate::error::{Error, Result};
+
+pub const AS2: &str = "https://www.w3.org/ns/activitystreams";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Share,
+    Contribution,
+}
+
+/// A notice as received, checked for shape.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub kind: Kind,
+    pub actor: String,
+    pub to: String,
+    pub dataset: String,
+    pub aig_hex: String,
+    pub global_id: String,
+    pub identifier: String,
+    pub created: String,
+    pub policy: Option<String>,
+    pub published: String,
+}
+
+/// The dataset a notice is about and its consignment.
+pub struct Subject<'a> {
+    pub dataset: &'a str,
+    pub global_id: &'a str,
+    pub identifier: &'a str,
+    pub aig_hex: &'a str,
+    pub created: &'a str,
+}
+
+/// The body of a notice.
+pub fn build(
+    kind: Kind,
+    actor: &str,
+    to: &str,
+    c: &Subject<'_>,
+    policy: Option<&str>,
+    summary: Option<Value>,
+    now: &str,
+) -> Value {
+    let mut object = json!({
+        "type": "Dataset",
+        "id": c.dataset,
+        "consignment": {
+            "globalId": c.global_id,
+            "identifier": c.identifier,
+            "aigId": format!("aig:{}", c.aig_hex),
+        },
+        "created": c.created,
+    });
+    if let Some(p) = policy {
+        object["policy"] = json!(p);
+    }
+    if let Some(s) = summary {
+        object["summary"] = s;
+    }
+    json!({
+        "@context": AS2,
+        "id": format!("urn:uuid:{}", uuid::Uuid::new_v4()),
+        "type": match kind { Kind::Share => "Announce", Kind::Contribution => "Offer" },
+        "actor": actor,
+        "to": [to],
+        "published": now,
+        "object": object,
+    })
+}
+
+fn field<'a>(v: &'a Value, path: &[&str]) -> Result<&'a str> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p).ok_or_else(|| missing(path))?;
+    }
+    cur.as_str()
+        .filter(|s| !s.is_empty() && s.len() <= 2048)
+        .ok_or_else(|| missing(path))
+}
+
+fn missing(path: &[&str]) -> Error {
+    Error::invalid_field(&path.join("."), "missing, empty or not a string")
+}
+
+fn date(v: &Value, path: &[&str]) -> Result<String> {
+    let s = field(v, path)?;
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map_err(|_| Error::invalid_field(&path.join("."), "not an ISO 8601 date-time"))?;
+    Ok(s.to_owned())
+}
+
+/// Checks a received notice's shape (not yet who may send it: see `sharing::remote`).
+pub fn parse(body: &Value) -> Result<Received> {
+    let context_ok = match body.get("@context") {
+        Some(Value::String(s)) => s == AS2,
+        Some(Value::Array(items)) => items.iter().any(|i| i.as_str() == Some(AS2)),
+        _ => false,
+    };
+    if !context_ok {
+        return Err(Error::invalid_field(
+            "@context",
+            format!("must include {AS2}"),
+        ));
+    }
+    let kind = match body.get("type").and_then(Value::as_str) {
+        Some("Announce") => Kind::Share,
+        Some("Offer") => Kind::Contribution,
+        _ => {
+            return Err(Error::invalid_field(
+                "type",
+                "must be Announce (a shared consignment) or Offer (a contribution)",
+            ))
+        }
+    };
+    let actor = field(body, &["actor"])?.to_owned();
+    let to = match body.get("to") {
+        Some(Value::Array(items)) if items.len() == 1 => items[0].as_str(),
+        Some(Value::String(s)) => Some(s.as_str()),
+        _ => None,
+    }
+    .ok_or_else(|| Error::invalid_field("to", "must name exactly one organisation"))?
+    .to_owned();
+    for (name, did) in [("actor", &actor), ("to", &to)] {
+        if did::node_of(did).is_none() {
+            return Err(Error::invalid_field(
+                name,
+                "must be an organisation's did:web",
+            ));
+        }
+    }
+    let aig = field(body, &["object", "consignment", "aigId"])?;
+    let aig_hex = aig
+        .strip_prefix("aig:")
+        .filter(|h| h.len() == 32 && h.chars().all(|c| c.is_ascii_hexdigit()))
+        .ok_or_else(|| Error::invalid_field("object.consignment.aigId", "must be aig:<32 hex>"))?
+        .to_ascii_lowercase();
+    Ok(Received {
+        kind,
+        dataset: field(body, &["object", "id"])?.to_owned(),
+        global_id: field(body, &["object", "consignment", "globalId"])?.to_owned(),
+        identifier: field(body, &["object", "consignment", "identifier"])?.to_owned(),
+        created: date(body, &["object", "created"])?,
+        policy: body
+            .pointer("/object/policy")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        published: date(body, &["published"])?,
+        actor,
+        to,
+        aig_hex,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_notices_parse_back() {
+        let c = Subject {
+            dataset: "urn:dataspace-node:contribution:0123456789abcdef0123456789abcdef:a1",
+            global_id: "g1",
+            identifier: "i1",
+            aig_hex: "0123456789abcdef0123456789abcdef",
+            created: "2026-01-02T03:04:05.000Z",
+        };
+        let body = build(
+            Kind::Share,
+            "did:web:a.example:org:a1",
+            "did:web:b.example:org:b1",
+            &c,
+            Some("urn:uuid:p"),
+            None,
+            "2026-01-02T03:04:06.000Z",
+        );
+        let r = parse(&body).unwrap();
+        assert_eq!(r.kind, Kind::Share);
+        assert_eq!(r.to, "did:web:b.example:org:b1");
+        assert_eq!(r.aig_hex, c.aig_hex);
+        assert_eq!(r.policy.as_deref(), Some("urn:uuid:p"));
+        let mut bad = body.clone();
+        bad["object"]["consignment"]["aigId"] = json!("aig:xyz");
+        assert!(parse(&bad).is_err());
+        let mut bad = body.clone();
+        bad["to"] = json!(["did:web:b.example:org:b1", "did:web:c.example:org:c1"]);
+        assert!(parse(&bad).is_err());
+        let mut bad = body;
+        bad["type"] = json!("Delete");
+        assert!(parse(&bad).is_err());
+    }
+}

@@ -1,0 +1,190 @@
+//! Notices to other nodes, written in the same transaction as the change that causes them (a
+//! share by routing, a contribution to a consignment provided elsewhere) and delivered after
+//! the commit by one background task: retried with backoff while the receiver is down or
+//! failing, and picked up again from the store after a restart. Delivered notices are removed.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::store::Transaction;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::vocab::{dsn, RDF_JSON};
+
+/// First retry after this; doubled per failure up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+fn graph() -> GraphName {
+    GraphName::NamedNode(NamedNode::new_unchecked("urn:dataspace-node:system:outbox"))
+}
+
+/// One notice: an AS2 activity `body` from this node's organisation `from` to organisation
+/// `to` on another node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Notice {
+    pub id: String,
+    pub from: String,
+    pub to: String,
+    pub body: Value,
+}
+
+impl Notice {
+    fn quad(&self) -> Quad {
+        Quad::new(
+            NamedNode::new_unchecked(&self.id),
+            dsn("outboxNotice"),
+            Literal::new_typed_literal(
+                serde_json::to_string(self).unwrap_or_default(),
+                NamedNode::new_unchecked(RDF_JSON),
+            ),
+            graph(),
+        )
+    }
+}
+
+/// What a delivery attempt found.
+pub enum Delivery {
+    Done,
+    /// Worth trying again later (receiver down, 5xx, 429, timeout).
+    Retry(String),
+    /// The receiver refused it for good (4xx): retrying cannot help.
+    Refused(String),
+}
+
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Notice>,
+    rx: Mutex<Option<mpsc::UnboundedReceiver<Notice>>>,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            tx,
+            rx: Mutex::new(Some(rx)),
+        }
+    }
+}
+
+impl Outbox {
+    /// Queues `notice` in the transaction; hand it to [`Outbox::committed`] after the commit.
+    pub fn write(tx: &mut Transaction<'_>, notice: &Notice) {
+        tx.insert(&notice.quad());
+    }
+
+    /// Hands committed notices to the delivery task.
+    pub fn committed(&self, notices: &[Notice]) {
+        for n in notices {
+            // The receiver is gone only when the node shuts down; the notice stays stored.
+            let _ = self.tx.send(n.clone());
+        }
+    }
+
+    /// Every undelivered notice in the store. Blocking.
+    fn pending(store: &Store) -> Result<Vec<Notice>> {
+        let p = dsn("outboxNotice");
+        let mut out = Vec::new();
+        for q in store
+            .db()
+            .quads_for_pattern(None, Some(p.as_ref()), None, Some(graph().as_ref()))
+        {
+            if let Term::Literal(l) = q?.object {
+                match serde_json::from_str::<Notice>(l.value()) {
+                    Ok(n) => out.push(n),
+                    Err(e) => tracing::error!(error = %e, "unreadable outbox notice skipped"),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn remove(store: &Store, notice: &Notice) -> Result<()> {
+        store.write(|tx| {
+            tx.remove(&notice.quad());
+            Ok(())
+        })
+    }
+
+    /// Delivers notices until the node shuts down: the stored ones first, then each one
+    /// committed, with `send` doing one attempt.
+    pub async fn deliver<F, Fut>(
+        &self,
+        store: Arc<Store>,
+        send: F,
+        mut closing: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<()>
+    where
+        F: Fn(Notice) -> Fut,
+        Fut: std::future::Future<Output = Delivery>,
+    {
+        let Some(mut rx) = self.rx.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Err(Error::internal("the outbox is already being delivered"));
+        };
+        let loaded = {
+            let store = store.clone();
+            tokio::task::spawn_blocking(move || Self::pending(&store)).await??
+        };
+        if !loaded.is_empty() {
+            tracing::info!(
+                notices = loaded.len(),
+                "delivering notices left from before"
+            );
+        }
+        let mut waiting: VecDeque<(Instant, Duration, Notice)> = loaded
+            .into_iter()
+            .map(|n| (Instant::now(), FIRST_BACKOFF, n))
+            .collect();
+        loop {
+            let now = Instant::now();
+            let due = waiting.iter().position(|(at, _, _)| *at <= now);
+            if let Some(i) = due {
+                let (_, backoff, notice) = waiting.remove(i).expect("index from position");
+                match send(notice.clone()).await {
+                    Delivery::Done => {
+                        let store = store.clone();
+                        let done = notice.clone();
+                        tokio::task::spawn_blocking(move || Self::remove(&store, &done)).await??;
+                        tracing::info!(notice = notice.id, to = notice.to, "notice delivered");
+                    }
+                    Delivery::Refused(why) => {
+                        tracing::error!(
+                            notice = notice.id,
+                            to = notice.to,
+                            why,
+                            "notice refused by the receiving node; dropped"
+                        );
+                        let store = store.clone();
+                        tokio::task::spawn_blocking(move || Self::remove(&store, &notice))
+                            .await??;
+                    }
+                    Delivery::Retry(why) => {
+                        tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, "notice not delivered");
+                        let next = (backoff * 2).min(MAX_BACKOFF);
+                        waiting.push_back((Instant::now() + backoff, next, notice));
+                    }
+                }
+                continue;
+            }
+            let sleep = waiting
+                .iter()
+                .map(|(at, _, _)| at.saturating_duration_since(now))
+                .min()
+                .unwrap_or(Duration::from_secs(3600));
+            tokio::select! {
+                received = rx.recv() => match received {
+                    Some(n) => waiting.push_back((Instant::now(), FIRST_BACKOFF, n)),
+                    None => return Ok(()),
+                },
+                _ = tokio::time::sleep(sleep) => {}
+                _ = closing.changed() => return Ok(()),
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Circles that span nodes: notices received from partner nodes, and contributions offered
+//! to a consignment's provider on another node.
+//!
+//! A consignment shared from another node is recorded here as a **remote record**: the same
+//! index facts as a local consignment (publisher = the provider organisation, its dataset id as
+//! the record's graph), but no description — that stays with the provider and is pulled when
+//! read. Circle membership, notifications and the receiver's list order work as for a local
+//! share. A partner's contribution to one of this node's consignments is recorded as a
+//! contributor whose graph is held by its own node.
+
+use oxigraph::model::{NamedNode, Quad, Term};
+use serde_json::json;
+
+use super::{has, quad, Effects, Sharing};
+use crate::error::{Error, Result};
+use crate::federation::notice::{self, Kind, Received};
+use crate::federation::outbox::{Notice, Outbox};
+use crate::federation::token::NodeCaller;
+use crate::intake::literal;
+use crate::store::{graphs, Store};
+use crate::views::listing;
+use crate::vocab::dsn;
+
+const NO_SUCH_ORGANIZATION: &str = "no such organisation on this node";
+const NO_SUCH_CONSIGNMENT: &str = "no consignment with this id is provided by this organisation";
+
+fn date(s: &str) -> Term {
+    oxigraph::model::Literal::new_typed_literal(s, oxigraph::model::vocab::xsd::DATE_TIME).into()
+}
+
+fn index_quad(s: &NamedNode, p: &str, o: impl Into<Term>) -> Quad {
+    Quad::new(
+        s.clone(),
+        dsn(p),
+        o,
+        oxigraph::model::GraphName::NamedNode(graphs::consignment_index()),
+    )
+}
+
+/// The publisher of a record, from the index.
+fn publisher_of(
+    tx: &oxigraph::store::Transaction<'_>,
+    record: &NamedNode,
+) -> Result<Option<String>> {
+    let p = dsn("publisher");
+    let g = graphs::consignment_index();
+    Ok(tx
+        .quads_for_pattern(
+            Some(record.as_ref().into()),
+            Some(p.as_ref()),
+            None,
+            Some(g.as_ref().into()),
+        )
+        .next()
+        .transpose()?
+        .and_then(|q| match q.object {
+            Term::NamedNode(n) => Some(n.into_string()),
+            _ => None,
+        }))
+}
+
+impl Sharing {
+    /// Records a notice a partner node sent (checked for shape by `federation::notice`).
+    /// The calling node must act for the notice's actor; the receiver must be one of this
+    /// node's organisations. Blocking.
+    pub fn receive(&self, caller: &NodeCaller, n: &Received) -> Result<()> {
+        if n.actor != caller.organization {
+            return Err(Error::Forbidden(
+                "the notice's actor is not the organisation the calling node acts for".into(),
+            ));
+        }
+        let Some(local_id) = self.identity.local_organization(&n.to) else {
+            return Err(Error::NotFound(NO_SUCH_ORGANIZATION.into()));
+        };
+        let to = NamedNode::new_unchecked(&n.to);
+        if !self.queries.ask(
+            &self.store,
+            "organization_exists",
+            &[("org", to.clone().into())],
+        )? {
+            return Err(Error::NotFound(NO_SUCH_ORGANIZATION.into()));
+        }
+        // Graph names carry an organisation key; a partner's must not be one of ours.
+        let key = graphs::org_key(&n.actor);
+        if key == local_id
+            || self.queries.ask(
+                &self.store,
+                "organization_exists",
+                &[(
+                    "org",
+                    NamedNode::new_unchecked(self.identity.organization_did(&key)).into(),
+                )],
+            )?
+        {
+            return Err(Error::Conflict(
+                "the sending organisation's id is also an organisation id of this node".into(),
+            ));
+        }
+        if graphs::parse_contribution(&n.dataset) != Some((n.aig_hex.as_str(), key.as_str())) {
+            return Err(Error::invalid_field(
+                "object.id",
+                "is not the sending organisation's dataset of this consignment",
+            ));
+        }
+        match n.kind {
+            Kind::Share => self.receive_share(n, to),
+            Kind::Contribution => self.receive_contribution(n, to),
+        }
+    }
+
+    fn receive_share(&self, n: &Received, to: NamedNode) -> Result<()> {
+        let record = graphs::consignment(&n.aig_hex);
+        self.store.write_then(
+            |tx| {
+                let mut effects = Effects::default();
+                match publisher_of(tx, &record)? {
+                    Some(p) if p != n.actor => {
+                        return Err(Error::Conflict(
+                            "this consignment id belongs to another publisher".into(),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => {
+                        let actor = NamedNode::new_unchecked(&n.actor);
+                        for q in [
+                            index_quad(&record, "publisher", actor),
+                            index_quad(&record, "aigId", literal(&format!("aig:{}", n.aig_hex))),
+                            index_quad(&record, "globalId", literal(&n.global_id)),
+                            index_quad(&record, "identifier", literal(&n.identifier)),
+                            index_quad(&record, "graph", NamedNode::new_unchecked(&n.dataset)),
+                            index_quad(&record, "created", date(&n.created)),
+                            index_quad(&record, "updated", date(&n.created)),
+                        ] {
+                            tx.insert(&q);
+                        }
+                    }
+                }
+                let member = quad(record.clone(), dsn("sharedWith"), to.clone());
+                if has(tx, &member)? {
+                    return Ok(effects);
+                }
+                tx.insert(&member);
+                let note = json!({
+                    "id": null,
+                    "type": "ConsignmentShared",
+                    "consignment": {
+                        "globalId": n.global_id,
+                        "identifier": n.identifier,
+                        "aigId": format!("aig:{}", n.aig_hex),
+                    },
+                    "provider": n.actor,
+                    "datasetId": n.dataset,
+                    "policy": n.policy,
+                    "date": n.published,
+                });
+                let seq = self.notifications.write(tx, to.as_str(), note)?;
+                effects.notices.push((to.as_str().to_owned(), seq));
+                if let Some(ms) = listing::millis(&n.created) {
+                    effects
+                        .shares
+                        .push((to.as_str().to_owned(), (ms, format!("aig:{}", n.aig_hex))));
+                }
+                Ok(effects)
+            },
+            |effects| self.committed(effects),
+        )?;
+        Ok(())
+    }
+
+    fn receive_contribution(&self, n: &Received, to: NamedNode) -> Result<()> {
+        let record = graphs::consignment(&n.aig_hex);
+        self.store.write(|tx| {
+            if publisher_of(tx, &record)?.as_deref() != Some(to.as_str()) {
+                return Err(Error::NotFound(NO_SUCH_CONSIGNMENT.into()));
+            }
+            let actor = NamedNode::new_unchecked(&n.actor);
+            if !has(tx, &quad(record.clone(), dsn("sharedWith"), actor.clone()))? {
+                return Err(Error::Forbidden(
+                    "the consignment is not shared with the offering organisation".into(),
+                ));
+            }
+            tx.insert(&quad(record.clone(), dsn("contributor"), actor));
+            Ok(())
+        })
+    }
+
+    /// Queues an `Offer` of `org`'s contribution to a consignment provided by an organisation
+    /// on another node (first contribution only); in the inbox's transaction.
+    pub fn offer_contribution(
+        &self,
+        tx: &mut oxigraph::store::Transaction<'_>,
+        c: &super::Routed<'_>,
+        org: &str,
+        now: &str,
+        effects: &mut Effects,
+    ) -> Result<()> {
+        if !self.federation.is_remote(c.publisher) {
+            return Ok(());
+        }
+        let dataset = graphs::contribution(c.aig_hex, org);
+        let body = notice::build(
+            Kind::Contribution,
+            org,
+            c.publisher,
+            &notice::Subject {
+                dataset: dataset.as_str(),
+                global_id: c.global_id,
+                identifier: c.identifier,
+                aig_hex: c.aig_hex,
+                created: c.created,
+            },
+            None,
+            None,
+            now,
+        );
+        self.queue(tx, org, c.publisher, body, effects);
+        Ok(())
+    }
+
+    /// Writes a notice to the outbox in the transaction.
+    pub(super) fn queue(
+        &self,
+        tx: &mut oxigraph::store::Transaction<'_>,
+        from: &str,
+        to: &str,
+        body: serde_json::Value,
+        effects: &mut Effects,
+    ) {
+        let notice = Notice {
+            id: body["id"].as_str().unwrap_or_default().to_owned(),
+            from: from.to_owned(),
+            to: to.to_owned(),
+            body,
+        };
+        Outbox::write(tx, &notice);
+        effects.outbox.push(notice);
+    }
+
+    /// Is this organisation on another node?
+    pub fn is_remote(&self, org: &str) -> bool {
+        self.federation.is_remote(org)
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}

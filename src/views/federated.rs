@@ -1,0 +1,182 @@
+//! Reads across nodes: the dataset this node serves a partner node, and how datasets pulled
+//! from partners join the caller's reads.
+//!
+//! A dataset is one organisation's contribution to one consignment, as its own node holds it:
+//! `{datasetId, provider, consignment {aigId, globalId, identifier, created, updated},
+//! summary?, payload?, events, documents, systemEvents}` — `summary` and `payload` only for
+//! the publisher's dataset; documents carry the DocumentRecord rendered by the provider, whose
+//! `href` is a pre-signed link on the provider's node.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::{instant, summary_row, Item, ListPlan, Page, Part, Parts, Read, Views, Visible};
+use crate::error::{Error, Result};
+use crate::federation::RemoteDataset;
+use crate::store::graphs;
+
+const NO_DATASET: &str = "no dataset with this id is available to your organisation";
+
+impl ListPlan {
+    /// The partner datasets this page still needs, in row order.
+    pub fn remote(&self) -> Vec<RemoteDataset> {
+        self.items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Remote(r) => Some(r.clone()),
+                Item::Ready(_) => None,
+            })
+            .collect()
+    }
+}
+
+impl Read {
+    pub fn remote(&self) -> &[RemoteDataset] {
+        &self.visible.remote
+    }
+}
+
+fn parts_of(v: &Value, key: &str) -> Vec<Part> {
+    v.get(key)
+        .cloned()
+        .and_then(|list| serde_json::from_value(list).ok())
+        .unwrap_or_default()
+}
+
+impl Views {
+    /// A list page with its pulled rows in place; a dataset that could not be pulled leaves
+    /// its row out and adds a `discoveryFailed` warning.
+    pub fn finish_list(&self, plan: ListPlan, pulled: Vec<Option<Arc<Value>>>) -> Page {
+        let mut pulled = pulled.into_iter();
+        let mut entities = Vec::with_capacity(plan.items.len());
+        let mut warnings = Vec::new();
+        for item in plan.items {
+            match item {
+                Item::Ready(v) => entities.push(v),
+                Item::Remote(remote) => {
+                    match pulled
+                        .next()
+                        .flatten()
+                        .and_then(|d| d.get("summary").cloned())
+                    {
+                        Some(summary @ Value::Object(_)) => entities.push(summary),
+                        _ => warnings.push(json!({
+                            "code": "discoveryFailed",
+                            "provider": remote.provider,
+                            "datasetId": remote.dataset,
+                        })),
+                    }
+                }
+            }
+        }
+        Page {
+            entities,
+            cursor: plan.cursor,
+            warnings,
+        }
+    }
+
+    /// Joins pulled partner datasets to a read: their events, documents and system events
+    /// join the caller's own; the publisher's payload comes from its dataset when the
+    /// description is held elsewhere. A dataset that could not be pulled is left out. When
+    /// nothing of the consignment could be read at all, "not found".
+    pub fn join(&self, read: &mut Read, pulled: Vec<Option<Arc<Value>>>) -> Result<()> {
+        let mut any = !read.visible.graphs.is_empty();
+        for dataset in pulled.into_iter().flatten() {
+            any = true;
+            if read.parts.payload.is_none() && dataset.get("payload").is_some_and(Value::is_object)
+            {
+                read.parts.payload = dataset.get("payload").cloned();
+            }
+            read.parts.events.extend(parts_of(&dataset, "events"));
+            read.parts.documents.extend(parts_of(&dataset, "documents"));
+            read.parts.system.extend(parts_of(&dataset, "systemEvents"));
+        }
+        if !any {
+            return Err(Error::NotFound(super::NOT_FOUND.into()));
+        }
+        let parts = &mut read.parts;
+        for list in [&mut parts.events, &mut parts.system, &mut parts.documents] {
+            list.sort_by(|a, b| instant(&a.at).cmp(&instant(&b.at)).then(a.id.cmp(&b.id)));
+        }
+        Ok(())
+    }
+
+    /// `GET /federation/datasets?id=`: one of this node's organisations' contributions, for a
+    /// partner organisation `requester` in the consignment's circle (or its publisher, for a
+    /// contribution this node offered it). Anything else is "not found". Blocking.
+    pub fn dataset(&self, requester: &str, dataset: &str) -> Result<Value> {
+        let not_found = || Error::NotFound(NO_DATASET.into());
+        let (hex, key) = graphs::parse_contribution(dataset).ok_or_else(not_found)?;
+        let rows = self.queries.select(
+            &self.store,
+            "consignment_by_any_id",
+            &[("key", crate::intake::literal(&format!("aig:{hex}")))],
+        )?;
+        let row = rows.first().ok_or_else(not_found)?;
+        let (Some(record), Some(publisher_graph), Some(publisher)) = (
+            super::node(row, "record"),
+            super::node(row, "graph"),
+            super::text(row, "org"),
+        ) else {
+            return Err(not_found());
+        };
+        let owner = if graphs::org_key(&publisher) == key {
+            publisher.clone()
+        } else {
+            self.sharing
+                .contributors(&record)?
+                .into_iter()
+                .find(|c| graphs::org_key(c) == key)
+                .ok_or_else(not_found)?
+        };
+        // Only what this node holds itself is served: never a dataset pulled from elsewhere.
+        if self.sharing.is_remote(&owner) {
+            return Err(not_found());
+        }
+        let allowed = requester == publisher || self.sharing.is_shared_with(&record, requester)?;
+        if !allowed || requester == owner {
+            return Err(not_found());
+        }
+        let graph = graphs::contribution(hex, &owner);
+        let aig = super::text(row, "aig").unwrap_or_default();
+        let visible = Visible {
+            record,
+            aig: aig.clone(),
+            graph: publisher_graph,
+            created: super::text(row, "created").unwrap_or_default(),
+            updated: super::text(row, "updated").unwrap_or_default(),
+            graphs: vec![graph],
+            remote: Vec::new(),
+        };
+        let mut parts: Parts = self.parts(&visible)?;
+        for d in &mut parts.documents {
+            d.partner = Some(super::Partner {
+                record: self.document_record(d),
+                attachment: self.attachment(d, None, crate::documents::LinkUse::Single),
+            });
+        }
+        let mut out = json!({
+            "datasetId": dataset,
+            "provider": owner,
+            "consignment": {
+                "aigId": aig,
+                "globalId": super::text(row, "globalId"),
+                "identifier": super::text(row, "identifier"),
+                "created": visible.created,
+                "updated": visible.updated,
+            },
+            "events": parts.events,
+            "documents": parts.documents,
+            "systemEvents": parts.system,
+        });
+        if owner == publisher {
+            if let Some(summary) = self.summary_row_of(&publisher, &aig)? {
+                out["summary"] = summary_row(&summary);
+            }
+            out["payload"] = parts.payload.unwrap_or(Value::Null);
+        }
+        Ok(out)
+    }
+}
