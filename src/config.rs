@@ -79,9 +79,18 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_SPARQL_MAX_ROWS", default_value_t = 10_000)]
     pub sparql_max_rows: usize,
 
-    /// Hosts (`host` or `host:port`) whose did:web documents and node endpoints may be reached
-    /// over plain HTTP; every other node is reached over HTTPS only. For loopback tests and
-    /// closed networks.
+    /// Partner nodes: hosts (`host` or `host:port`) whose did:web this node resolves — to
+    /// check their node tokens, send them notices and pull their datasets. `*` trusts any
+    /// host. Empty (the default): no federation; policies name organisations of this node only.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_FEDERATION_PARTNERS",
+        value_delimiter = ','
+    )]
+    pub federation_partners: Vec<String>,
+
+    /// Partner hosts (`host` or `host:port`) reached over plain HTTP instead of HTTPS; they
+    /// are partners too. For loopback tests and closed networks.
     #[arg(
         long,
         env = "DATASPACE_NODE_FEDERATION_ALLOW_HTTP",
@@ -125,6 +134,7 @@ impl Config {
             list_link_ttl_secs: 300,
             sparql_timeout_secs: 10,
             sparql_max_rows: 10_000,
+            federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),
             federation_timeout_ms: 2000,
             federation_cache_secs: 0,

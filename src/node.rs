@@ -105,6 +105,7 @@ impl Node {
         let federation = Arc::new(Federation::new(
             identity.clone(),
             documents.attestor().signing_key().clone(),
+            &config.federation_partners,
             &config.federation_allow_http,
             std::time::Duration::from_millis(config.federation_timeout_ms),
             std::time::Duration::from_secs(config.federation_cache_secs),

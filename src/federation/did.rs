@@ -39,7 +39,12 @@ pub fn node_of(org_did: &str) -> Option<&str> {
 fn host_of(did: &str) -> Option<String> {
     let id = did.strip_prefix("did:web:")?;
     let host = id.split(':').next()?;
-    Some(percent_decode_str(host).decode_utf8().ok()?.into_owned())
+    Some(
+        percent_decode_str(host)
+            .decode_utf8()
+            .ok()?
+            .to_ascii_lowercase(),
+    )
 }
 
 /// Where a did:web's document is: `https://host/.well-known/did.json` for a bare host,
@@ -146,14 +151,29 @@ pub fn endpoint_of(doc: &Value) -> Option<String> {
 /// for a few minutes.
 pub struct Resolver {
     client: reqwest::Client,
+    /// Partner hosts; `None`: any host.
+    partners: Option<HashSet<String>>,
     allow_http: HashSet<String>,
     cache: Mutex<HashMap<String, (Instant, Arc<Value>)>>,
 }
 
 impl Resolver {
-    pub fn new(client: reqwest::Client, allow_http: HashSet<String>) -> Self {
+    /// `partners` lists the hosts whose DIDs may be resolved (`*` for any); hosts in
+    /// `allow_http` are partners reached over plain HTTP.
+    pub fn new(client: reqwest::Client, partners: &[String], allow_http: &[String]) -> Self {
+        let hosts = |list: &[String]| -> HashSet<String> {
+            list.iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect()
+        };
+        let allow_http = hosts(allow_http);
+        let partners = hosts(partners);
+        let partners =
+            (!partners.contains("*")).then(|| partners.union(&allow_http).cloned().collect());
         Self {
             client,
+            partners,
             allow_http,
             cache: Mutex::new(HashMap::new()),
         }
@@ -161,6 +181,21 @@ impl Resolver {
 
     pub fn allow_http(&self) -> &HashSet<String> {
         &self.allow_http
+    }
+
+    /// Is `did` (a node's or an organisation's did:web) on a partner node?
+    pub fn is_partner(&self, did: &str) -> bool {
+        host_of(did).is_some_and(|host| self.is_partner_host(&host))
+    }
+
+    /// Is `host` (`host` or `host:port`, lower case) a partner node's?
+    pub fn is_partner_host(&self, host: &str) -> bool {
+        !host.is_empty() && self.partners.as_ref().is_none_or(|p| p.contains(host))
+    }
+
+    /// Is federation configured at all?
+    pub fn has_partners(&self) -> bool {
+        self.partners.as_ref().is_none_or(|p| !p.is_empty())
     }
 
     /// The document of `did`, whose `id` must be `did`. `Err` says why not (for logs).
@@ -174,6 +209,13 @@ impl Resolver {
             if at.elapsed() < CACHE_TTL {
                 return Ok(doc.clone());
             }
+        }
+        // Only partners' DIDs are fetched: a token or notice names them, and nothing a
+        // caller names is fetched unless configuration allows it.
+        if !self.is_partner(did) {
+            return Err(format!(
+                "{did} is not on a partner node (--federation-partners)"
+            ));
         }
         let url = document_url(did, &self.allow_http)?;
         let response = self
@@ -247,6 +289,26 @@ mod tests {
         ] {
             assert!(document_url(bad, &none).is_err(), "{bad}");
         }
+    }
+
+    #[tokio::test]
+    async fn only_partners_are_resolved() {
+        let client = reqwest::Client::new();
+        let none = Resolver::new(client.clone(), &[], &[]);
+        assert!(!none.has_partners());
+        let err = none.resolve("did:web:evil.example").await.unwrap_err();
+        assert!(err.contains("partner"), "{err}");
+        let some = Resolver::new(
+            client.clone(),
+            &["A.example".into()],
+            &["127.0.0.1:9".into()],
+        );
+        assert!(some.is_partner("did:web:a.example:org:x"));
+        assert!(some.is_partner("did:web:127.0.0.1%3A9"));
+        assert!(!some.is_partner("did:web:127.0.0.1%3A10"));
+        assert!(!some.is_partner("did:web:b.example"));
+        let any = Resolver::new(client, &["*".into()], &[]);
+        assert!(any.is_partner("did:web:b.example"));
     }
 
     #[test]

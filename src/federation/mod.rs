@@ -22,7 +22,7 @@ pub mod notice;
 pub mod outbox;
 pub mod token;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,7 @@ impl Federation {
     pub fn new(
         identity: Arc<NodeIdentity>,
         key: SigningKey,
+        partners: &[String],
         allow_http: &[String],
         timeout: Duration,
         cache_ttl: Duration,
@@ -75,17 +76,16 @@ impl Federation {
             .timeout(timeout.max(Duration::from_secs(1)))
             .build()
             .map_err(Error::internal)?;
-        let allow: HashSet<String> = allow_http
-            .iter()
-            .map(|h| h.trim().to_ascii_lowercase())
-            .filter(|h| !h.is_empty())
-            .collect();
-        if !allow.is_empty() {
-            tracing::warn!(hosts = ?allow, "partner nodes on these hosts are reached over plain HTTP");
+        let resolver = Resolver::new(client.clone(), partners, allow_http);
+        if resolver.has_partners() {
+            tracing::info!(partners = ?partners, plain_http = ?allow_http, "federation with partner nodes");
+        }
+        if !resolver.allow_http().is_empty() {
+            tracing::warn!(hosts = ?resolver.allow_http(), "partner nodes on these hosts are reached over plain HTTP");
         }
         Ok(Self {
             tokens: Tokens::new(identity.node_did(), &key)?,
-            resolver: Resolver::new(client.clone(), allow),
+            resolver,
             identity,
             key,
             client,
@@ -116,6 +116,11 @@ impl Federation {
         did::node_of(org).is_some_and(|node| node != self.identity.node_did())
     }
 
+    /// Is `org` an organisation of a partner node (one a policy may name)?
+    pub fn is_partner_organization(&self, org: &str) -> bool {
+        self.is_remote(org) && self.resolver.is_partner(org)
+    }
+
     /// Checks a node token from a request's `Authorization: Bearer` value.
     pub async fn authenticate(&self, token: &str) -> Result<NodeCaller> {
         self.tokens.verify(token, &self.resolver).await
@@ -133,7 +138,11 @@ impl Federation {
         let host = match url.port() {
             Some(p) => format!("{}:{p}", url.host_str().unwrap_or_default()),
             None => url.host_str().unwrap_or_default().to_owned(),
-        };
+        }
+        .to_ascii_lowercase();
+        if !self.resolver.is_partner_host(&host) {
+            return Err(format!("{endpoint}: not on a partner node"));
+        }
         if url.scheme() != "https"
             && !(url.scheme() == "http" && self.resolver.allow_http().contains(&host))
         {

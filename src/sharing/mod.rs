@@ -207,10 +207,10 @@ impl Sharing {
             countries: &self.countries,
             target: &self.target,
         };
-        // An organisation of this node that exists, or one of another node: routing then
+        // An organisation of this node that exists, or one of a partner node: routing then
         // announces the share to that node.
         let exists = |did: &str| {
-            self.federation.is_remote(did)
+            self.federation.is_partner_organization(did)
                 || match NamedNode::new(did) {
                     Ok(org) => self
                         .queries

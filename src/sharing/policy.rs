@@ -364,7 +364,7 @@ fn check_permission(
         Some(did) => {
             problems.push(Problem::new(
                 format!("{at}.assignee"),
-                format!("{did:?} is neither an organisation on this node nor an organisation DID of another node (did:web:<host>:org:<id>)"),
+                format!("{did:?} is neither an organisation on this node nor an organisation of a partner node (did:web:<host>:org:<id>, host in --federation-partners)"),
             ));
             None
         }

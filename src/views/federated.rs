@@ -1,7 +1,8 @@
 //! Reads across nodes: the dataset this node serves a partner node, and how datasets pulled
 //! from partners join the caller's reads.
 //!
-//! A dataset is one organisation's contribution to one consignment, as its own node holds it:
+//! A dataset is one organisation's contribution to one consignment, as its own node holds it
+//! (the publisher's also carries the contributions of circle members on its node):
 //! `{datasetId, provider, consignment {aigId, globalId, identifier, created, updated},
 //! summary?, payload?, events, documents, systemEvents}` — `summary` and `payload` only for
 //! the publisher's dataset; documents carry the DocumentRecord rendered by the provider, whose
@@ -139,7 +140,18 @@ impl Views {
         if !allowed || requester == owner {
             return Err(not_found());
         }
-        let graph = graphs::contribution(hex, &owner);
+        // The publisher's dataset also carries what the circle's other members on this node
+        // contributed: the partner would read it here as a member of the circle.
+        let mut held = vec![graphs::contribution(hex, &owner)];
+        if owner == publisher {
+            held.extend(
+                self.sharing
+                    .contributors(&record)?
+                    .iter()
+                    .filter(|c| *c != requester && !self.sharing.is_remote(c))
+                    .map(|c| graphs::contribution(hex, c)),
+            );
+        }
         let aig = super::text(row, "aig").unwrap_or_default();
         let visible = Visible {
             record,
@@ -147,7 +159,7 @@ impl Views {
             graph: publisher_graph,
             created: super::text(row, "created").unwrap_or_default(),
             updated: super::text(row, "updated").unwrap_or_default(),
-            graphs: vec![graph],
+            graphs: held,
             remote: Vec::new(),
         };
         let mut parts: Parts = self.parts(&visible)?;

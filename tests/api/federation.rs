@@ -78,13 +78,17 @@ fn event_codes(events: &Value) -> Vec<String> {
 }
 
 fn inspection(org: &str) -> Value {
+    event(org, "kra:inspection-completed")
+}
+
+fn event(org: &str, code: &str) -> Value {
     json!({
         "@context": "https://www.w3.org/ns/activitystreams",
         "type": "Add",
         "actor": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "TradeParty",
                   "registeredId": {"@type": "https://ref.gs1.org/voc/OrganizationID_Type-DID", "@value": org}},
         "object": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "SupplyChainEvent",
-                   "typeCode": "kra:inspection-completed", "occurrenceDateTime": "2026-12-24T10:00:00Z"},
+                   "typeCode": code, "occurrenceDateTime": "2026-12-24T10:00:00Z"},
         "target": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "Consignment",
                    "globalId": GLOBAL_ID}
     })
@@ -160,6 +164,14 @@ async fn three_nodes_share_pull_contribute_and_survive_a_provider_outage() {
     let trader = Session::new(&a, "trader@forwarder.example").await;
     let agency = Session::new(&b, "officer@kra.example").await;
     let terminal = Session::new(&c, "ops@kemba-terminal.example").await;
+    // A port-health officer on A itself, in the same circle.
+    let health = Session::new(&a, "officer@port-health.example").await;
+    operator
+        .policy(
+            &a,
+            rule(&a, health.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
     operator
         .policy(
             &a,
@@ -245,6 +257,16 @@ async fn three_nodes_share_pull_contribute_and_survive_a_provider_outage() {
     // C, in the circle on A but not told of B's contribution, sees only what A holds.
     let events_on_c = get_json(&terminal, &c, &path).await;
     assert!(!event_codes(&events_on_c).contains(&"kra:inspection-completed".to_owned()));
+    // What a circle member on A contributes reaches B and C with the publisher's dataset.
+    assert_completed(
+        &health
+            .publish(&a, &event(health.org(), "kph:cleared"))
+            .await,
+    );
+    for (session, node) in [(&agency, &b), (&terminal, &c)] {
+        let codes = event_codes(&get_json(session, node, &path).await);
+        assert!(codes.contains(&"kph:cleared".to_owned()), "{codes:?}");
+    }
 
     // A stops: B's list still answers, with a warning for A's dataset; its events read keeps
     // B's own event.
@@ -257,6 +279,8 @@ async fn three_nodes_share_pull_contribute_and_survive_a_provider_outage() {
     );
     let events = get_json(&agency, &b, &path).await;
     assert_eq!(event_codes(&events), vec!["kra:inspection-completed"]);
+    let r = terminal.get(&c, &format!("{LIST}/{GLOBAL_ID}")).await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
 
     // A is back: the warning is gone.
     let a = TestNode::start_again(halted).await;
@@ -335,6 +359,16 @@ async fn node_tokens_are_verified_and_pulls_need_a_grant() {
     // Meant for another node.
     let r = pull(&a, &dataset, &token_of(&b, agency.org(), &did_of(&b))).await;
     assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
+    // A valid token of a node that is not one of A's partners: its DID is never fetched.
+    let stranger = TestNode::start().await;
+    let outsider = Session::new(&stranger, "someone@elsewhere.example").await;
+    let r = pull(
+        &a,
+        &dataset,
+        &token_of(&stranger, outsider.org(), &did_of(&a)),
+    )
+    .await;
+    assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
     // A session token is not a node token.
     let r = pull(&a, &dataset, &trader.token).await;
     assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
@@ -401,4 +435,52 @@ async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
     let list = get_json(&agency, &b, LIST).await;
     assert_eq!(list["entities"].as_array().unwrap().len(), 1, "{list:#}");
     drop(a);
+}
+
+#[tokio::test]
+async fn policies_name_organisations_of_partner_nodes_only() {
+    let node =
+        TestNode::start_with(|c| c.federation_partners = vec!["partner.example".into()]).await;
+    let operator = Operator::new(&node).await;
+    operator
+        .policy(
+            &node,
+            rule(
+                &node,
+                "did:web:partner.example:org:ab12",
+                "portOfEntryCountry",
+                "eq",
+                json!("KE"),
+            ),
+        )
+        .await;
+    for stranger in [
+        "did:web:elsewhere.example:org:ab12",
+        "did:web:partner.example:user:ab12",
+    ] {
+        let r = operator
+            .try_policy(
+                &node,
+                rule(&node, stranger, "portOfEntryCountry", "eq", json!("KE")),
+            )
+            .await;
+        let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+        assert!(body.to_string().contains("assignee"), "{body}");
+    }
+    // Without partners (the default), only this node's organisations.
+    let single = TestNode::start().await;
+    let operator = Operator::new(&single).await;
+    let r = operator
+        .try_policy(
+            &single,
+            rule(
+                &single,
+                "did:web:partner.example:org:ab12",
+                "portOfEntryCountry",
+                "eq",
+                json!("KE"),
+            ),
+        )
+        .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
 }

@@ -49,9 +49,14 @@ impl Operator {
         req.send().await.unwrap()
     }
 
+    /// Posts a policy and returns the answer, whatever it is.
+    pub async fn try_policy(&self, node: &TestNode, body: Value) -> reqwest::Response {
+        self.send(node, Method::POST, POLICIES, Some(&body)).await
+    }
+
     /// Stores a policy and returns it as the node answered.
     pub async fn policy(&self, node: &TestNode, body: Value) -> Value {
-        let r = self.send(node, Method::POST, POLICIES, Some(&body)).await;
+        let r = self.try_policy(node, body.clone()).await;
         assert_eq!(r.status(), StatusCode::CREATED, "{body}");
         json_body(r).await
     }
