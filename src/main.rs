@@ -19,7 +19,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the node: HTTP API on --bind, embedded store in --data-dir.
-    Serve(Config),
+    Serve(Box<Config>),
     /// Write the whole store as N-Quads or TriG (a backup, or data for another SPARQL store).
     /// The node must be stopped. A full backup also copies <data-dir>/blobs and
     /// <data-dir>/secrets.
@@ -67,7 +67,7 @@ async fn main() -> std::process::ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(config) => serve(config).await,
+        Command::Serve(config) => serve(*config).await,
         Command::Export(a) => {
             return report(backup::export_command(
                 &a.data_dir,
