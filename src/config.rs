@@ -34,6 +34,14 @@ pub struct Config {
     )]
     pub session_lifetime_secs: u64,
 
+    /// Most connections open at once; a connection beyond it is closed at once.
+    #[arg(long, env = "DATASPACE_NODE_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// Time a client has to send a request's headers, and then its body (408 beyond).
+    #[arg(long, env = "DATASPACE_NODE_READ_TIMEOUT_SECS", default_value_t = 30)]
+    pub read_timeout_secs: u64,
+
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "DATASPACE_NODE_BODY_LIMIT_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub body_limit_bytes: usize,
@@ -125,6 +133,8 @@ impl Config {
             base_url: None,
             session_lifetime_secs: 3600,
             body_limit_bytes: 10 * 1024 * 1024,
+            max_connections: 10_000,
+            read_timeout_secs: 30,
             login_max_failures: 5,
             login_window_secs: 300,
             fetch_allow: Vec::new(),

@@ -32,6 +32,9 @@ pub enum Error {
     /// No representation the client accepts; lists what the endpoint offers.
     #[error("none of the accepted media types is available here; available: {0}")]
     NotAcceptable(String),
+    /// 408 `GeneralError`: the request body did not arrive within the read timeout.
+    #[error("the request body did not arrive within {secs} s")]
+    RequestTimeout { secs: u64 },
     /// 413 `GeneralError`.
     #[error("request body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },

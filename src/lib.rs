@@ -43,7 +43,6 @@ pub mod views;
 pub mod vocab;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -92,12 +91,11 @@ pub async fn run(
         shutdown.await;
         closing.closing.send_replace(true);
     };
-    axum::serve(
-        listener,
-        http::router(node.clone()).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    let limits = http::serve::Limits {
+        max_connections: node.config.max_connections,
+        read_timeout: std::time::Duration::from_secs(node.config.read_timeout_secs),
+    };
+    http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
     let store = node.store.clone();

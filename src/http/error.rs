@@ -32,6 +32,9 @@ impl IntoResponse for Error {
             Error::Conflict(_) => general(StatusCode::CONFLICT, message, Map::new()),
             Error::MethodNotAllowed => general(StatusCode::METHOD_NOT_ALLOWED, message, Map::new()),
             Error::NotAcceptable(_) => general(StatusCode::NOT_ACCEPTABLE, message, Map::new()),
+            Error::RequestTimeout { .. } => {
+                general(StatusCode::REQUEST_TIMEOUT, message, Map::new())
+            }
             Error::PayloadTooLarge { limit } => {
                 let mut properties = Map::new();
                 properties.insert("limitBytes".into(), json!(limit));

@@ -35,9 +35,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ApiKey {
     }
 }
 
-/// The session token: `Authorization: Bearer …` or else the `access_token` cookie.
-fn session_token(parts: &Parts) -> Option<&str> {
-    let bearer = parts
+/// The `Authorization: Bearer …` token, if any.
+fn bearer(parts: &Parts) -> Option<&str> {
+    parts
         .headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -45,8 +45,12 @@ fn session_token(parts: &Parts) -> Option<&str> {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
-        .map(str::trim);
-    bearer.or_else(|| {
+        .map(str::trim)
+}
+
+/// The session token: `Authorization: Bearer …` or else the `access_token` cookie.
+fn session_token(parts: &Parts) -> Option<&str> {
+    bearer(parts).or_else(|| {
         parts
             .headers
             .get_all(COOKIE)
@@ -77,13 +81,8 @@ impl FromRequestParts<Arc<Node>> for NodeCaller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, node: &Arc<Node>) -> Result<Self, Error> {
-        let token = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .ok_or_else(|| Error::Unauthorized("a node token is required".into()))?;
+        let token =
+            bearer(parts).ok_or_else(|| Error::Unauthorized("a node token is required".into()))?;
         node.federation.authenticate(token).await
     }
 }
@@ -95,21 +94,28 @@ impl FromRequest<Arc<Node>> for Body {
     type Rejection = Error;
 
     async fn from_request(req: Request, node: &Arc<Node>) -> Result<Self, Error> {
-        Bytes::from_request(req, node)
-            .await
-            .map(Body)
-            .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    Error::PayloadTooLarge {
-                        limit: node.config.body_limit_bytes,
-                    }
-                } else {
-                    Error::bad_request(format!(
-                        "could not read the request body: {}",
-                        rejection.body_text()
-                    ))
+        // A client that trickles its body holds a connection and a buffer: it gets the same
+        // time for the body as for the headers.
+        let secs = node.config.read_timeout_secs;
+        tokio::time::timeout(
+            std::time::Duration::from_secs(secs),
+            Bytes::from_request(req, node),
+        )
+        .await
+        .map_err(|_| Error::RequestTimeout { secs })?
+        .map(Body)
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Error::PayloadTooLarge {
+                    limit: node.config.body_limit_bytes,
                 }
-            })
+            } else {
+                Error::bad_request(format!(
+                    "could not read the request body: {}",
+                    rejection.body_text()
+                ))
+            }
+        })
     }
 }
 

@@ -10,6 +10,7 @@ mod inbox;
 mod negotiate;
 mod ops;
 mod reads;
+pub mod serve;
 mod sharing;
 mod sparql;
 

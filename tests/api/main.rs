@@ -1,6 +1,7 @@
 //! Behaviour of the node through its HTTP API: a real server on port 0 with a real Oxigraph
 //! store in a temporary directory.
 
+mod abuse;
 mod accounts;
 mod common;
 mod documents;

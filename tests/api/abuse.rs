@@ -1,0 +1,201 @@
+//! Abuse: slow clients, many connections, expensive queries — the node cuts off what it must
+//! and keeps answering everyone else. (Oversized bodies: `operations`; login brute force:
+//! `accounts`; the SPARQL time limit and row cap: `sparql`.)
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::*;
+use crate::inbox::{Session, INBOX};
+
+fn addr(node: &TestNode) -> String {
+    node.base.trim_start_matches("http://").to_owned()
+}
+
+/// Reads what the server sends until it closes the connection (or `limit` passes).
+async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(String::from_utf8_lossy(&out).into_owned()),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// `GET /health` within a second, as an answer timed from outside.
+async fn health_answers_quickly(node: &TestNode) {
+    let started = Instant::now();
+    let r = tokio::time::timeout(
+        Duration::from_secs(1),
+        node.client.get(node.url("/health")).send(),
+    )
+    .await
+    .expect("health answered within 1 s")
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_client_that_trickles_its_headers_is_cut_off() {
+    let node = TestNode::start_with(|c| c.read_timeout_secs = 1).await;
+    let mut slow = TcpStream::connect(addr(&node)).await.unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    health_answers_quickly(&node).await;
+    // No more header lines: the server gives up after the read timeout and closes.
+    let answer = read_until_closed(&mut slow, Duration::from_secs(5)).await;
+    let answer = answer.expect("the server closed the connection");
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_trickles_its_body_gets_408() {
+    let node = TestNode::start_with(|c| c.read_timeout_secs = 1).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut slow = TcpStream::connect(addr(&node)).await.unwrap();
+    let head = format!(
+        "POST {INBOX} HTTP/1.1\r\nHost: x\r\nx-api-key: {}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"type\":",
+        trader.account.api_key, trader.token
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let answer = read_until_closed(&mut slow, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("GeneralError"), "{answer}");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    health_answers_quickly(&node).await;
+}
+
+#[tokio::test]
+async fn a_thousand_concurrent_connections_are_served_and_health_stays_quick() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    // 1,000 clients, each on its own connection, reading the list at the same time.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..1000 {
+        let client = client.clone();
+        let url = node.url("/supply-chain/data-space/consignments");
+        let (key, token) = (trader.account.api_key.clone(), trader.token.clone());
+        tasks.push(tokio::spawn(async move {
+            client
+                .get(url)
+                .header("x-api-key", key)
+                .bearer_auth(token)
+                .send()
+                .await
+                .map(|r| r.status())
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    health_answers_quickly(&node).await;
+    let mut ok = 0;
+    for t in tasks {
+        let status = t.await.unwrap().expect("every client got an answer");
+        assert!(
+            status == StatusCode::OK || status == StatusCode::SERVICE_UNAVAILABLE,
+            "{status}"
+        );
+        ok += usize::from(status == StatusCode::OK);
+    }
+    assert!(ok > 0);
+    health_answers_quickly(&node).await;
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_are_closed_at_once() {
+    let node = TestNode::start_with(|c| {
+        c.max_connections = 20;
+        c.read_timeout_secs = 2;
+    })
+    .await;
+    // Let the health checks of start-up close their connections.
+    let mut idle = Vec::new();
+    for _ in 0..20 {
+        idle.push(TcpStream::connect(addr(&node)).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut extra = TcpStream::connect(addr(&node)).await.unwrap();
+    extra
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .ok();
+    let answer = read_until_closed(&mut extra, Duration::from_secs(1))
+        .await
+        .expect("closed at once");
+    assert_eq!(answer, "", "no answer beyond the cap");
+    // The idle connections are cut off after the read timeout; the node serves again.
+    drop(idle);
+    let mut served = false;
+    for _ in 0..50 {
+        if let Ok(r) = node.client.get(node.url("/health")).send().await {
+            served = r.status() == StatusCode::OK;
+            if served {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served);
+}
+
+#[tokio::test]
+async fn an_expensive_query_runs_out_its_time_while_others_are_served() {
+    let node = TestNode::start_with(|c| c.sparql_timeout_secs = 2).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let expensive =
+        "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o }";
+    let (key, token) = (trader.account.api_key.clone(), trader.token.clone());
+    let client = node.client.clone();
+    let url = node.url("/supply-chain/data-space/sparql");
+    let running = tokio::spawn(async move {
+        client
+            .post(url)
+            .header("x-api-key", key)
+            .bearer_auth(token)
+            .form(&[("query", expensive)])
+            .send()
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    health_answers_quickly(&node).await;
+    let started = Instant::now();
+    let r = trader
+        .get(&node, "/supply-chain/data-space/consignments")
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let body = assert_error(
+        running.await.unwrap(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "GeneralError",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("time limit"),
+        "{body}"
+    );
+}
