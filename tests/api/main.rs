@@ -4,6 +4,7 @@
 mod abuse;
 mod accounts;
 mod common;
+mod concurrency;
 mod documents;
 mod export;
 mod federation;
