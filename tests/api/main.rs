@@ -5,6 +5,7 @@ mod abuse;
 mod accounts;
 mod common;
 mod concurrency;
+mod crash;
 mod documents;
 mod export;
 mod federation;
