@@ -1,5 +1,8 @@
-//! Benchmark: starts a real node (temporary data dir, port 0), drives it through HTTP and
-//! prints figures. `cargo run --release --bin bench -- --help`.
+//! Benchmark: starts a real node as a child process (temporary data dir, port 0), drives it
+//! through HTTP and prints one table — inbox, reads, SPARQL, routing, memory, start-up, disk —
+//! each figure next to a baseline measured in the same run (raw Oxigraph, raw SPARQL, an axum
+//! hello-world endpoint), and writes the figures as JSON. `cargo run --release --bin bench --
+//! --help`.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +11,9 @@ use dataspace_node::Config;
 use serde_json::{json, Value};
 
 #[derive(Parser)]
-#[command(about = "Inbox throughput and latency through the real HTTP API")]
+#[command(
+    about = "One table of the node's figures through its HTTP API, each next to a baseline measured in the same run"
+)]
 struct Args {
     /// Creates posted one at a time (concurrency 1).
     #[arg(long, default_value_t = 2000)]
@@ -40,6 +45,16 @@ struct Args {
     /// Size of each added document, in bytes.
     #[arg(long, default_value_t = 100_000)]
     document_bytes: usize,
+    /// Updates and event `Add`s posted one at a time, and again by the concurrent clients.
+    #[arg(long, default_value_t = 500)]
+    changes: usize,
+    /// Where the figures are written as JSON (to compare runs).
+    #[arg(long, default_value = "bench-results.json")]
+    json: std::path::PathBuf,
+    /// Internal: run the node under test in this process (the benchmark starts itself as a
+    /// child so that the node's memory and start-up are its own).
+    #[arg(long, hide = true)]
+    serve_node: Option<std::path::PathBuf>,
 }
 
 /// Ports of entry of the fill-up consignments.
@@ -127,6 +142,35 @@ impl Client {
         activity
     }
 
+    /// A `Create` (or, with `kind` "Update", an update) of the consignment with these ids; the
+    /// description carries `n` so that every update changes it.
+    async fn change(&self, kind: &str, global_id: &str, identifier: &str, n: usize) -> Sample {
+        let mut activity: Value = serde_json::from_str(EXAMPLE).unwrap();
+        activity["type"] = json!(kind);
+        activity["actor"]["registeredId"]["@value"] = json!(self.org);
+        activity["object"]["globalId"] = json!(global_id);
+        activity["object"]["identifier"] = json!(identifier);
+        activity["object"]["summaryDescription"] = json!(format!("bench revision {n}"));
+        self.post(&activity).await
+    }
+
+    /// An event `Add` to consignment `global_id`.
+    async fn add_event(&self, global_id: &str, n: usize) -> Sample {
+        let activity = json!({
+            "@context": "https://www.w3.org/ns/activitystreams",
+            "type": "Add",
+            "actor": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld",
+                      "type": "TradeParty",
+                      "registeredId": {"@type": "https://ref.gs1.org/voc/OrganizationID_Type-DID", "@value": self.org}},
+            "object": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld",
+                       "type": "SupplyChainEvent", "typeCode": format!("bench:event-{n}"),
+                       "occurrenceDateTime": "2026-12-24T10:00:00Z"},
+            "target": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld",
+                       "type": "Consignment", "globalId": global_id}
+        });
+        self.post(&activity).await
+    }
+
     /// A consignment entering at one of a few ports on one of 365 days (the fill-up for the
     /// read measurements, so that aggregates have groups).
     async fn create_varied(&self, n: usize) -> Sample {
@@ -174,7 +218,7 @@ impl Client {
         let stages = stages(r.headers().get("server-timing"));
         let entry: Value = r.json().await.expect("entry");
         let latency = t.elapsed();
-        assert_eq!(status, 201, "{entry}");
+        assert!(status.is_success(), "{status} {entry}");
         assert_eq!(entry["status"], "completed", "{entry}");
         let written = entry["tasks"][0]["result"].as_i64().unwrap_or(0);
         Sample {
@@ -190,23 +234,26 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-fn report(name: &str, samples: &[Sample], wall: Duration) {
+/// Throughput and latency of one inbox run.
+struct Run {
+    per_s: f64,
+    p50: f64,
+    p99: f64,
+    /// Mean of routing inside the store stage (ms).
+    route: f64,
+}
+
+fn run_of(samples: &[Sample], wall: Duration) -> Run {
     let mut lat: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
     lat.sort();
     let n = samples.len() as f64;
     let mean = |i: usize| samples.iter().map(|s| s.stages[i]).sum::<f64>() / n;
-    println!(
-        "| {name} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
-        samples.len(),
-        n / wall.as_secs_f64(),
-        percentile(&lat, 0.5),
-        percentile(&lat, 0.99),
-        mean(0),
-        mean(1),
-        mean(2),
-        mean(4),
-        mean(3),
-    );
+    Run {
+        per_s: n / wall.as_secs_f64(),
+        p50: percentile(&lat, 0.5),
+        p99: percentile(&lat, 0.99),
+        route: mean(4),
+    }
 }
 
 /// The floor: the same number of quads (the example's expansion, padded to what the node
@@ -264,18 +311,25 @@ async fn timed_get(client: &Client, url: &str) -> (Duration, Value) {
     (t.elapsed(), body)
 }
 
-fn latency_row(name: &str, mut lat: Vec<Duration>) {
+fn p50(mut lat: Vec<Duration>) -> f64 {
     lat.sort();
-    println!(
-        "| {name} | {} | | {:.3} | {:.3} | | | | |",
-        lat.len(),
-        percentile(&lat, 0.5),
-        percentile(&lat, 0.99)
-    );
+    percentile(&lat, 0.5)
 }
 
-/// List pages (first and deep), view and events through HTTP. Returns the first page's ids.
-async fn reads(client: &Client, base: &str, n: usize) -> Vec<String> {
+/// p50 of the reads through HTTP.
+#[derive(Default)]
+struct Reads {
+    list_first: f64,
+    list_deep: f64,
+    view: f64,
+    events: f64,
+    documents: f64,
+    /// The first page's aig ids.
+    ids: Vec<String>,
+}
+
+/// List pages (first and deep), view, events and documents through HTTP.
+async fn reads(client: &Client, base: &str, n: usize) -> Reads {
     let list = format!("{base}/supply-chain/data-space/consignments?limit=50");
     let (_, first) = timed_get(client, &list).await;
     // A deep cursor: follow pages to about the middle of the list.
@@ -287,40 +341,34 @@ async fn reads(client: &Client, base: &str, n: usize) -> Vec<String> {
         cursor = page["cursor"].as_str().map(str::to_owned);
     }
     let id = first["entities"][0]["aigId"].as_str().unwrap().to_owned();
-    let mut lat = Vec::new();
-    for _ in 0..n {
-        lat.push(timed_get(client, &list).await.0);
-    }
-    latency_row("list page, limit 50, first", lat);
-    if let Some(c) = &cursor {
-        let mut lat = Vec::new();
-        for _ in 0..n {
-            lat.push(timed_get(client, &format!("{list}&cursor={c}")).await.0);
-        }
-        latency_row("list page, limit 50, after 20 pages", lat);
-    }
-    for (name, path) in [
-        ("view", format!("/{id}")),
-        ("events", format!("/{id}/events")),
-    ] {
-        let url = format!("{base}/supply-chain/data-space/consignments{path}");
+    let mut out = Reads::default();
+    let timed = |url: String| async move {
         let mut lat = Vec::new();
         for _ in 0..n {
             lat.push(timed_get(client, &url).await.0);
         }
-        latency_row(name, lat);
+        p50(lat)
+    };
+    out.list_first = timed(list.clone()).await;
+    if let Some(c) = &cursor {
+        out.list_deep = timed(format!("{list}&cursor={c}")).await;
     }
-    first["entities"]
+    let one = format!("{base}/supply-chain/data-space/consignments/{id}");
+    out.view = timed(one.clone()).await;
+    out.events = timed(format!("{one}/events")).await;
+    out.documents = timed(format!("{one}/documents")).await;
+    out.ids = first["entities"]
         .as_array()
         .unwrap()
         .iter()
         .map(|e| e["aigId"].as_str().unwrap().to_owned())
-        .collect()
+        .collect();
+    out
 }
 
 /// The same SPARQL the node runs for the first page (one summary query per row, same
 /// records), straight on the store after the node stopped.
-fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usize) {
+fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usize) -> f64 {
     use dataspace_node::store::graphs;
     use oxigraph::model::Term;
     let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
@@ -349,15 +397,12 @@ fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usi
         }
         lat.push(t.elapsed());
     }
-    latency_row(
-        "baseline: raw SPARQL of the same first-page queries on the store",
-        lat,
-    );
+    p50(lat)
 }
 
 /// The SPARQL of a view (look-up by aig id, then the parts of the publisher's graph) straight
 /// on the store, each timed on its own.
-fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) {
+fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) -> (f64, f64) {
     use dataspace_node::intake::literal;
     use dataspace_node::store::graphs;
     let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
@@ -386,12 +431,11 @@ fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) 
         assert!(!rows.is_empty());
         parts.push(t.elapsed());
     }
-    latency_row("baseline: raw SPARQL, view look-up by aig id", lookup);
-    latency_row("baseline: raw SPARQL, view parts of one graph", parts);
+    (p50(lookup), p50(parts))
 }
 
 /// The aggregate through `/sparql` as the publishing organisation (SPARQL JSON results).
-async fn sparql_endpoint(client: &Client, base: &str, n: usize) {
+async fn sparql_endpoint(client: &Client, base: &str, n: usize) -> (f64, usize) {
     let url = format!("{base}/supply-chain/data-space/sparql");
     let mut lat = Vec::new();
     let mut rows = 0;
@@ -412,20 +456,16 @@ async fn sparql_endpoint(client: &Client, base: &str, n: usize) {
         rows = body["results"]["bindings"].as_array().map_or(0, Vec::len);
     }
     lat.remove(0);
-    latency_row(
-        &format!(
-            "SPARQL aggregate through the endpoint ({rows} rows, per port of entry per month)"
-        ),
-        lat,
-    );
+    (p50(lat), rows)
 }
 
 /// The same aggregate straight on the store after the node stopped: over the union of all
 /// graphs as sent, and written with `GRAPH ?g`.
-fn raw_sparql(data_dir: &std::path::Path, n: usize) {
+fn raw_sparql(data_dir: &std::path::Path, n: usize) -> Vec<f64> {
     use oxigraph::sparql::{QueryResults, SparqlEvaluator};
     let store = oxigraph::store::Store::open(data_dir.join("store")).unwrap();
-    for (name, query, union) in [
+    let mut out = Vec::new();
+    for (_, query, union) in [
         ("union default graph", AGGREGATE, true),
         ("GRAPH ?g", AGGREGATE_BY_GRAPH, false),
     ] {
@@ -445,13 +485,10 @@ fn raw_sparql(data_dir: &std::path::Path, n: usize) {
             lat.push(t.elapsed());
         }
         lat.remove(0);
-        latency_row(
-            &format!(
-                "baseline: raw SPARQL of the same aggregate on the store, {name} ({rows} rows)"
-            ),
-            lat,
-        );
+        assert!(rows > 0);
+        out.push(p50(lat));
     }
+    out
 }
 
 /// Valid ISO 3166 codes other than the benchmark consignment's KE (entry) and BR (exit).
@@ -476,7 +513,13 @@ async fn create_account(http: &reqwest::Client, base: &str, operator: &str, emai
 }
 
 /// Stores `n` policies through the API (operator key + session) for 50 assignee organisations.
-async fn load_policies(client: &Client, base: &str, operator: &str, n: usize, matching: usize) {
+async fn load_policies(
+    client: &Client,
+    base: &str,
+    operator: &str,
+    n: usize,
+    matching: usize,
+) -> f64 {
     let t = Instant::now();
     let mut orgs = Vec::new();
     for i in 0..50 {
@@ -543,47 +586,309 @@ async fn load_policies(client: &Client, base: &str, operator: &str, n: usize, ma
         let r = r.unwrap();
         assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
     }
-    println!(
-        "{n} policies stored through HTTP in {:.1} s; {matching} match the benchmark consignment",
-        t.elapsed().as_secs_f64()
-    );
-    println!();
+    t.elapsed().as_secs_f64()
+}
+
+/// One figure of the table, with the baseline it is compared with.
+struct Figure {
+    name: String,
+    value: f64,
+    unit: &'static str,
+    baseline: Option<(String, f64)>,
+}
+
+#[derive(Default)]
+struct Table(Vec<Figure>);
+
+impl Table {
+    fn add(&mut self, name: impl Into<String>, value: f64, unit: &'static str) {
+        self.0.push(Figure {
+            name: name.into(),
+            value,
+            unit,
+            baseline: None,
+        });
+    }
+
+    fn compared(
+        &mut self,
+        name: impl Into<String>,
+        value: f64,
+        unit: &'static str,
+        baseline: impl Into<String>,
+        base: f64,
+    ) {
+        self.0.push(Figure {
+            name: name.into(),
+            value,
+            unit,
+            baseline: Some((baseline.into(), base)),
+        });
+    }
+
+    fn inbox(&mut self, name: &str, run: &Run, raw: Option<(&str, f64, f64)>) {
+        match raw {
+            Some((what, per_s, p50)) => {
+                self.compared(format!("{name}: per s"), run.per_s, "/s", what, per_s);
+                self.compared(format!("{name}: p50"), run.p50, "ms", what, p50);
+            }
+            None => {
+                self.add(format!("{name}: per s"), run.per_s, "/s");
+                self.add(format!("{name}: p50"), run.p50, "ms");
+            }
+        }
+        self.add(format!("{name}: p99"), run.p99, "ms");
+    }
+
+    fn print(&self) {
+        println!("| measurement | figure | baseline (same run) | ratio |");
+        println!("|---|---|---|---|");
+        for f in &self.0 {
+            let (baseline, ratio) = match &f.baseline {
+                Some((name, b)) => (
+                    format!("{name}: {b:.3} {}", f.unit),
+                    if *b > 0.0 {
+                        format!("{:.2}", f.value / b)
+                    } else {
+                        String::new()
+                    },
+                ),
+                None => (String::new(), String::new()),
+            };
+            println!(
+                "| {} | {:.3} {} | {baseline} | {ratio} |",
+                f.name, f.value, f.unit
+            );
+        }
+    }
+
+    fn json(&self, args: &Args) -> Value {
+        json!({
+            "date": chrono::Utc::now().to_rfc3339(),
+            "args": {
+                "sequential": args.sequential, "concurrent": args.concurrent,
+                "clients": args.clients, "consignments": args.consignments,
+                "reads": args.reads, "policies": args.policies, "changes": args.changes,
+                "documents": args.documents,
+            },
+            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            "figures": self.0.iter().map(|f| json!({
+                "name": f.name, "value": f.value, "unit": f.unit,
+                "baseline": f.baseline.as_ref().map(|(n, v)| json!({"name": n, "value": v})),
+                "ratio": f.baseline.as_ref().filter(|(_, b)| *b > 0.0).map(|(_, b)| f.value / b),
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+const OPERATOR_KEY: &str = "bench-operator-key-0123456789";
+
+/// The child: the node under test, on a data dir, until SIGTERM. Prints its address.
+fn serve_node(dir: &std::path::Path) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("listening {}", listener.local_addr().unwrap());
+        use std::io::Write;
+        std::io::stdout().flush().unwrap();
+        let mut config = Config::with_data_dir(dir);
+        config.api_key = Some(OPERATOR_KEY.into());
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
+            term.recv().await;
+        };
+        dataspace_node::run(listener, config, shutdown)
+            .await
+            .unwrap();
+    });
+}
+
+/// Peak resident memory of a process (VmHWM), in MB.
+fn peak_rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn dir_bytes(path: &std::path::Path) -> u64 {
+    std::fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// The HTTP floor: an axum hello-world endpoint on its own runtime thread.
+fn hello_world() -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    rt.spawn(async move {
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+        axum::serve(listener, app).await.unwrap();
+    });
+    (rt, url)
+}
+
+async fn plain_gets(http: &reqwest::Client, url: &str, n: usize) -> f64 {
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = http.get(url).send().await.unwrap();
+        assert!(r.status().is_success());
+        r.bytes().await.unwrap();
+        lat.push(t.elapsed());
+    }
+    p50(lat)
+}
+
+/// `per_client` activities from each of `clients` concurrent clients.
+async fn concurrently<F, Fut>(clients: usize, per_client: usize, f: F) -> Run
+where
+    F: Fn(usize, usize) -> Fut,
+    Fut: std::future::Future<Output = Sample> + Send + 'static,
+{
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let futures: Vec<Fut> = (0..per_client).map(|n| f(c, n)).collect();
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::with_capacity(futures.len());
+            for fut in futures {
+                out.push(fut.await);
+            }
+            out
+        }));
+    }
+    let mut samples = Vec::new();
+    for t in tasks {
+        samples.extend(t.await.unwrap());
+    }
+    run_of(&samples, t.elapsed())
+}
+
+async fn sequentially<F, Fut>(n: usize, f: F) -> (Run, i64)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Sample>,
+{
+    let t = Instant::now();
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        samples.push(f(i).await);
+    }
+    (run_of(&samples, t.elapsed()), samples[0].written)
+}
+
+/// What the HTTP part of the run measured.
+struct Measured {
+    org: String,
+    written: i64,
+    inbox: Vec<(String, Run)>,
+    sparql: f64,
+    rows: usize,
+    reads: Reads,
+    routed: Option<Run>,
+    rss: f64,
+}
+
+/// Stops the node child however the run ends, before its temporary data dir goes away.
+struct ChildGuard(std::process::Child);
+
+impl ChildGuard {
+    /// SIGTERM (graceful: the store is flushed), then wait.
+    fn stop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 fn main() {
     let args = Args::parse();
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    if let Some(dir) = &args.serve_node {
+        serve_node(dir);
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let mut config = Config::with_data_dir(dir.path());
-    config.api_key = Some("bench-operator-key-0123456789".into());
-    let listener = server_rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = server_rt.spawn(dataspace_node::run(listener, config.clone(), async {
-        let _ = stopped.await;
-    }));
+    let started = Instant::now();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--serve-node")
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the node as a child process");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let base = format!("http://{}", line.trim().trim_start_matches("listening "));
+    let pid = child.id();
+    let mut child = ChildGuard(child);
+    let (_hello_rt, hello) = hello_world();
+    let mut table = Table::default();
 
-    let client_rt = tokio::runtime::Builder::new_current_thread()
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let first_page = std::sync::Arc::new(std::sync::Mutex::new((String::new(), Vec::new())));
-    let first_page_out = first_page.clone();
-    let written = client_rt.block_on(async {
-        let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
-        for _ in 0..400 {
-            if http.get(format!("{base}/health")).send().await.is_ok() {
-                break;
+    let measured = client_rt.block_on(async {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .unwrap();
+        loop {
+            if let Ok(r) = http.get(format!("{base}/health")).send().await {
+                if r.status().is_success() {
+                    break;
+                }
             }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        let operator = config.api_key.as_deref().unwrap();
-        let created = create_account(&http, &base, operator, "bench@forwarder.example").await;
+        table.add(
+            "start-up to the first healthy answer",
+            started.elapsed().as_secs_f64() * 1e3,
+            "ms",
+        );
+        let floor = plain_gets(&http, &hello, args.reads).await;
+        let health = plain_gets(&http, &format!("{base}/health"), args.reads).await;
+        table.compared("GET /health p50", health, "ms", "axum hello-world", floor);
+
+        let created = create_account(&http, &base, OPERATOR_KEY, "bench@forwarder.example").await;
         let client = std::sync::Arc::new(Client {
             http,
             url: format!("{base}/supply-chain/data-space/inbox"),
@@ -591,101 +896,234 @@ fn main() {
             token: created["token"].as_str().unwrap().into(),
             org: created["organizationId"].as_str().unwrap().into(),
         });
-        if args.policies > 0 {
-            let operator = config.api_key.clone().unwrap();
-            load_policies(&client, &base, &operator, args.policies, args.matching).await;
-        }
         for n in 0..200 {
             client.create(n).await;
         }
-        println!("Inbox Create, example-sized consignment (71 quads), through HTTP on {base}");
-        println!();
-        println!("| run | activities | per s | p50 ms | p99 ms | parse ms | expand ms | shapes ms | route ms | store ms (incl. route) |");
-        println!("|---|---|---|---|---|---|---|---|---|---|");
-        let t = Instant::now();
-        let mut samples = Vec::with_capacity(args.sequential);
-        for n in 0..args.sequential {
-            samples.push(client.create(1_000_000 + n).await);
-        }
-        report("concurrency 1", &samples, t.elapsed());
-        let written = samples[0].written.max(1) as usize;
-
-        let t = Instant::now();
+        eprintln!("[{:>6.1} s] inbox runs", started.elapsed().as_secs_f64());
+        let (create_c1, written) =
+            sequentially(args.sequential, |n| client.create(1_000_000 + n)).await;
         let per_client = args.concurrent / args.clients.max(1);
-        let mut tasks = Vec::new();
-        for c in 0..args.clients {
+        let create_cn = concurrently(args.clients, per_client, |c, n| {
             let client = client.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut out = Vec::with_capacity(per_client);
-                for n in 0..per_client {
-                    out.push(client.create(2_000_000 + c * per_client + n).await);
-                }
-                out
-            }));
+            async move { client.create(2_000_000 + c * per_client + n).await }
+        })
+        .await;
+        // Consignments with known ids for the Update and Add runs, one per client.
+        let targets: Vec<(String, String)> = (0..args.clients.max(1))
+            .map(|c| {
+                (
+                    format!("urn:uuid:{}", uuid::Uuid::new_v4()),
+                    format!("BENCH-TARGET-{c}"),
+                )
+            })
+            .collect();
+        for (n, (g, i)) in targets.iter().enumerate() {
+            client.change("Create", g, i, n).await;
         }
-        let mut samples = Vec::new();
-        for t in tasks {
-            samples.extend(t.await.unwrap());
-        }
-        report(&format!("concurrency {}", args.clients), &samples, t.elapsed());
-
-        let loaded = 200 + args.sequential + per_client * args.clients;
+        let (update_c1, _) = sequentially(args.changes, |n| {
+            let (g, i) = &targets[0];
+            client.change("Update", g, i, n)
+        })
+        .await;
+        let changes_per_client = args.changes / args.clients.max(1);
+        let update_cn = concurrently(args.clients, changes_per_client, |c, n| {
+            let client = client.clone();
+            let (g, i) = targets[c].clone();
+            async move { client.change("Update", &g, &i, n).await }
+        })
+        .await;
+        let (add_c1, _) = sequentially(args.changes, |n| client.add_event(&targets[0].0, n)).await;
+        let add_cn = concurrently(args.clients, changes_per_client, |c, n| {
+            let client = client.clone();
+            let g = targets[c].0.clone();
+            async move { client.add_event(&g, n).await }
+        })
+        .await;
+        eprintln!(
+            "[{:>6.1} s] filling up to {} consignments",
+            started.elapsed().as_secs_f64(),
+            args.consignments
+        );
+        let loaded = 200 + args.sequential + per_client * args.clients + targets.len();
         if args.consignments > loaded {
-            let missing = args.consignments - loaded;
-            let per = missing.div_ceil(args.clients.max(1));
-            let mut tasks = Vec::new();
-            for c in 0..args.clients {
+            let per = (args.consignments - loaded).div_ceil(args.clients.max(1));
+            concurrently(args.clients, per, |c, n| {
                 let client = client.clone();
-                tasks.push(tokio::spawn(async move {
-                    for n in 0..per {
-                        client.create_varied(c * per + n).await;
-                    }
-                }));
-            }
-            for t in tasks {
-                t.await.unwrap();
-            }
+                async move { client.create_varied(c * per + n).await }
+            })
+            .await;
         }
+        // The newest consignment, the first row of the list, carries a document.
+        let newest = format!("urn:uuid:{}", uuid::Uuid::new_v4());
+        client.create_with_id(0, &newest).await;
+        client.add_document(0, &newest, 2_000).await;
         if args.documents > 0 {
-            let target = format!("urn:uuid:{}", uuid::Uuid::new_v4());
-            client.create_with_id(0, &target).await;
-            let t = Instant::now();
-            let mut samples = Vec::with_capacity(args.documents);
-            for n in 0..args.documents {
-                samples.push(client.add_document(n, &target, args.document_bytes).await);
-            }
-            report(
-                &format!("Add document, {} B data: URL, concurrency 1", args.document_bytes),
-                &samples,
-                t.elapsed(),
+            let (run, _) = sequentially(args.documents, |n| {
+                client.add_document(n + 1, &newest, args.document_bytes)
+            })
+            .await;
+            table.inbox(
+                &format!(
+                    "Add document ({} B data: URL), concurrency 1",
+                    args.document_bytes
+                ),
+                &run,
+                None,
             );
-            let fetch = samples.iter().map(|s| s.stages[5]).sum::<f64>() / samples.len() as f64;
-            println!("(documents: decode + blob write + fsync, mean {fetch:.3} ms of the above)");
         }
-        if args.consignments > 0 {
-            sparql_endpoint(&client, &base, args.reads.min(20)).await;
-            let ids = reads(&client, &base, args.reads).await;
-            *first_page_out.lock().unwrap() = (client.org.clone(), ids);
-        }
-        written
-    });
-    let _ = stop.send(());
-    server_rt.block_on(server).unwrap().unwrap();
+        eprintln!("[{:>6.1} s] reads", started.elapsed().as_secs_f64());
+        let (sparql, rows) = sparql_endpoint(&client, &base, args.reads.min(20)).await;
+        let reads = reads(&client, &base, args.reads).await;
 
-    if args.consignments > 0 {
-        let (org, aigs) = first_page.lock().unwrap().clone();
-        raw_page_query(dir.path(), &org, &aigs, args.reads.min(50));
-        raw_view_queries(dir.path(), &org, &aigs[0], args.reads.min(50));
-        raw_sparql(dir.path(), args.reads.min(20));
-    }
-    let mut raw = raw_oxigraph(args.sequential, written);
-    let total: Duration = raw.iter().sum();
-    raw.sort();
-    println!(
-        "| baseline: raw Oxigraph insert of the same {written} quads, 1 transaction each | {} | {:.0} | {:.3} | {:.3} | | | | |",
-        raw.len(),
-        raw.len() as f64 / total.as_secs_f64(),
-        percentile(&raw, 0.5),
-        percentile(&raw, 0.99),
+        let mut routed = None;
+        if args.policies > 0 {
+            eprintln!(
+                "[{:>6.1} s] {} policies, then routed Creates",
+                started.elapsed().as_secs_f64(),
+                args.policies
+            );
+            let seconds =
+                load_policies(&client, &base, OPERATOR_KEY, args.policies, args.matching).await;
+            table.add(
+                format!("storing {} policies through HTTP", args.policies),
+                seconds,
+                "s",
+            );
+            let n = (args.sequential / 2).max(1);
+            let (run, _) = sequentially(n, |i| client.create(3_000_000 + i)).await;
+            routed = Some(run);
+        }
+        let rss = peak_rss_mb(pid);
+        let c = args.clients;
+        Measured {
+            org: client.org.clone(),
+            written,
+            inbox: vec![
+                ("Create, concurrency 1".into(), create_c1),
+                (format!("Create, concurrency {c}"), create_cn),
+                ("Update, concurrency 1".into(), update_c1),
+                (format!("Update, concurrency {c}"), update_cn),
+                ("Add event, concurrency 1".into(), add_c1),
+                (format!("Add event, concurrency {c}"), add_cn),
+            ],
+            sparql,
+            rows,
+            reads,
+            routed,
+            rss,
+        }
+    });
+    let Measured {
+        org,
+        written,
+        inbox: inbox_rows,
+        sparql,
+        rows,
+        reads,
+        routed,
+        rss,
+    } = measured;
+    child.stop();
+    let bytes = dir_bytes(dir.path());
+    eprintln!(
+        "[{:>6.1} s] baselines on the store",
+        started.elapsed().as_secs_f64()
     );
+
+    let n = args.reads.min(50);
+    let raw_page = raw_page_query(dir.path(), &org, &reads.ids, n);
+    let (raw_lookup, raw_parts) = raw_view_queries(dir.path(), &org, &reads.ids[0], n);
+    let raw_aggregate = raw_sparql(dir.path(), args.reads.min(20));
+    let mut raw = raw_oxigraph(args.sequential, written.max(1) as usize);
+    let raw_total: Duration = raw.iter().sum();
+    raw.sort();
+    let raw_per_s = raw.len() as f64 / raw_total.as_secs_f64();
+    let raw_p50 = percentile(&raw, 0.5);
+    let raw_name = format!("raw Oxigraph insert of the same {written} quads");
+    for (name, run) in &inbox_rows {
+        let baseline =
+            name.starts_with("Create")
+                .then_some((raw_name.as_str(), raw_per_s, raw_p50));
+        table.inbox(name, run, baseline);
+    }
+    let create_c1 = &inbox_rows[0].1;
+    if let Some(run) = &routed {
+        table.compared(
+            format!(
+                "Create p50 with {} policies ({} matching)",
+                args.policies, args.matching
+            ),
+            run.p50,
+            "ms",
+            "Create p50 without policies",
+            create_c1.p50,
+        );
+        table.add("  of which routing (mean)", run.route, "ms");
+    }
+    let page = "raw SPARQL of the page's row queries";
+    table.compared(
+        "list page (limit 50), first: p50",
+        reads.list_first,
+        "ms",
+        page,
+        raw_page,
+    );
+    if reads.list_deep > 0.0 {
+        table.compared(
+            "list page (limit 50), after 20 pages: p50",
+            reads.list_deep,
+            "ms",
+            page,
+            raw_page,
+        );
+    }
+    let view_raw = raw_lookup + raw_parts;
+    let raw_view_name = "raw SPARQL look-up by aig id + parts";
+    table.compared("view: p50", reads.view, "ms", raw_view_name, view_raw);
+    table.compared("events: p50", reads.events, "ms", raw_view_name, view_raw);
+    table.compared(
+        "documents: p50",
+        reads.documents,
+        "ms",
+        raw_view_name,
+        view_raw,
+    );
+    table.compared(
+        format!("SPARQL aggregate through /sparql ({rows} rows): p50"),
+        sparql,
+        "ms",
+        "raw SPARQL, union default graph",
+        raw_aggregate[0],
+    );
+    table.add(
+        "  raw SPARQL, the pattern in GRAPH ?g",
+        raw_aggregate[1],
+        "ms",
+    );
+    table.add("node peak RSS (VmHWM)", rss, "MB");
+    let total = args
+        .consignments
+        .max(200 + args.sequential + args.concurrent);
+    table.add(
+        "data dir per 1,000 consignments",
+        bytes as f64 / 1e6 / (total as f64 / 1000.0),
+        "MB",
+    );
+    table.add("data dir", bytes as f64 / 1e6, "MB");
+    println!(
+        "dataspace-node benchmark: {total} consignments, {} cores, {}",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        chrono::Utc::now().to_rfc3339()
+    );
+    println!();
+    table.print();
+    std::fs::write(
+        &args.json,
+        serde_json::to_string_pretty(&table.json(&args)).unwrap(),
+    )
+    .unwrap();
+    println!();
+    println!("figures written to {}", args.json.display());
 }
