@@ -86,6 +86,24 @@ pub async fn run(
             tracing::error!(error = %e, "outbox delivery stopped");
         }
     });
+    let flushing = node.clone();
+    let mut closed = node.closing.subscribe();
+    let flusher = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = closed.changed() => return,
+            }
+            let store = flushing.store.clone();
+            // A flush writes the memtables out as files: disk work, off the async threads.
+            match tokio::task::spawn_blocking(move || store.flush_if_due()).await {
+                Ok(Err(e)) => tracing::error!(error = %e, "store flush failed"),
+                Err(e) => tracing::error!(error = %e, "store flush task failed"),
+                Ok(Ok(_)) => {}
+            }
+        }
+    });
     let closing = node.clone();
     let shutdown = async move {
         shutdown.await;
@@ -98,6 +116,7 @@ pub async fn run(
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
+    let _ = flusher.await;
     let store = node.store.clone();
     tokio::task::spawn_blocking(move || store.flush()).await??;
     tracing::info!("stopped; store flushed");
