@@ -110,3 +110,30 @@ impl Store {
         Ok(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flushes_once_enough_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(!store.flush_if_due().unwrap(), "nothing written");
+        for i in 0..FLUSH_AFTER_WRITES {
+            store
+                .write(|tx| {
+                    let n = oxigraph::model::NamedNode::new_unchecked(format!("urn:x:{i}"));
+                    tx.insert(oxigraph::model::QuadRef::new(&n, &n, &n, &n));
+                    Ok(())
+                })
+                .unwrap();
+            if i + 1 < FLUSH_AFTER_WRITES {
+                assert_eq!(store.unflushed.load(Ordering::Relaxed), i + 1);
+            }
+        }
+        assert!(store.flush_if_due().unwrap());
+        assert!(!store.flush_if_due().unwrap(), "just flushed");
+        assert_eq!(store.db().len().unwrap(), FLUSH_AFTER_WRITES as usize);
+    }
+}
