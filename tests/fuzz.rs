@@ -14,7 +14,9 @@
 //!
 //! Every file in `tests/fuzz-corpus/` goes through the same properties first: the examples and
 //! the inputs that once found a fault. `PROPTEST_CASES` sets the cases per property (256 by
-//! default); failures persist in `tests/fuzz-corpus/proptest-regressions/`.
+//! default); failures persist in `tests/fuzz-corpus/proptest-regressions/`. `FUZZ_LOG_DIR`
+//! keeps the applied inputs of a run in order and `FUZZ_INBOX_DIR` replays a folder of inputs
+//! (for failures that depend on what was applied before).
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -62,6 +64,8 @@ struct Harness {
     trap_url: String,
     /// How the cases ended (request error by field, failed task, applied), printed at the end.
     outcomes: Mutex<BTreeMap<String, usize>>,
+    name: &'static str,
+    logged: std::sync::atomic::AtomicUsize,
     _dir: TempDir,
 }
 
@@ -114,7 +118,8 @@ fn client_error<T>(
 }
 
 impl Harness {
-    fn new() -> Self {
+    /// `name`: the test's, for the folder of its logged inputs.
+    fn new(name: &'static str) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -162,6 +167,8 @@ impl Harness {
             trap,
             trap_url,
             outcomes: Mutex::default(),
+            name,
+            logged: Default::default(),
             _dir: dir,
         };
         for name in ["create-consignment", "no-movements"] {
@@ -179,6 +186,7 @@ impl Harness {
 
     /// [`Harness::inbox`], answering how the case ended.
     fn inbox_outcome(&self, org: &str, body: &[u8]) -> Result<String, TestCaseError> {
+        let logged = self.log(org, body);
         let poster = caller(org);
         let node = self.node.clone();
         let owned = body.to_vec();
@@ -207,12 +215,17 @@ impl Harness {
             },
         };
         self.count(label.clone());
+        if let Some(file) = logged.filter(|_| label != "applied") {
+            let _ = std::fs::remove_file(file);
+        }
         let outcome = client_error("intake", &shown(), result)?;
         self.no_connection()?;
         let Some(outcome) = outcome else {
             return Ok(label);
         };
-        if outcome.entry.failed() {
+        if !outcome.created || outcome.entry.failed() {
+            // Failed, or a replay answered with the entry of an earlier post (what it applied
+            // may have changed since).
             return Ok(label);
         }
         // Applied: whatever was stored must read back (the view, linked data, the lists).
@@ -234,18 +247,36 @@ impl Harness {
         Ok(label)
     }
 
+    /// With `FUZZ_LOG_DIR` set, keeps every applied input there, numbered in order, so that
+    /// a failure that depends on what was applied before can be replayed (`FUZZ_INBOX_DIR`).
+    fn log(&self, org: &str, body: &[u8]) -> Option<PathBuf> {
+        let dir = Path::new(&std::env::var("FUZZ_LOG_DIR").ok()?).join(self.name);
+        let n = self
+            .logged
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let by = if org == ORG { "" } else { "-agency" };
+        let file = dir.join(format!("{n:07}{by}.json"));
+        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::write(
+            &file,
+            replace(body, self.agency.as_bytes(), AGENCY.as_bytes()),
+        )
+        .ok()?;
+        Some(file)
+    }
+
     fn count(&self, outcome: String) {
         *self.outcomes.lock().unwrap().entry(outcome).or_default() += 1;
     }
 
     /// Prints how the cases ended (`cargo test --test fuzz -- --nocapture`).
-    fn report(&self, test: &str) {
+    fn report(&self) {
         let outcomes = self.outcomes.lock().unwrap();
         let total: usize = outcomes.values().sum();
         let mut lines: Vec<(&String, &usize)> = outcomes.iter().collect();
         lines.sort_by(|a, b| b.1.cmp(a.1));
         let shown: Vec<String> = lines.iter().map(|(k, v)| format!("{v} {k}")).collect();
-        eprintln!("{test}: {total} inbox cases: {}", shown.join(", "));
+        eprintln!("{}: {total} inbox cases: {}", self.name, shown.join(", "));
     }
 
     fn read_back(&self, key: &str, poster: &str, input: &str) -> TestResult {
@@ -360,6 +391,21 @@ impl Harness {
     }
 }
 
+/// Stands for the agency's DID (made anew by each node) in logged and corpus inputs.
+const AGENCY: &str = "did:web:agency.invalid";
+
+fn replace(body: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(i) = rest.windows(from.len()).position(|w| w == from) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(to);
+        rest = &rest[i + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 /// `Ok(Some)`, `Ok(None)` for a client error, `Err` for anything else.
 fn ok_or_client<T>(r: Result<T, Error>) -> Result<Option<T>, Error> {
     match r {
@@ -375,6 +421,7 @@ fn run<S: Strategy>(regressions: &'static str, strategy: S, test: impl Fn(S::Val
     config.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(regressions)));
     // Shrinking re-runs the whole intake per step; keep it bounded.
     config.max_shrink_iters = 512;
+    config.max_shrink_time = 120_000;
     let mut runner = TestRunner::new(config);
     if let Err(e) = runner.run(&strategy, test) {
         panic!("{e}");
@@ -905,7 +952,7 @@ fn corpus_files(dir: &str) -> Vec<PathBuf> {
 
 #[test]
 fn corpus_inbox_inputs() {
-    let h = Harness::new();
+    let h = Harness::new("corpus_inbox_inputs");
     let mut files = corpus_files("inbox");
     assert!(files.len() >= 6, "the examples are in the corpus");
     // More inputs to replay (e.g. from a longer pass), from a folder outside the corpus.
@@ -914,8 +961,11 @@ fn corpus_inbox_inputs() {
     }
     for file in files {
         let body = std::fs::read(&file).unwrap();
+        let by_agency = body.windows(AGENCY.len()).any(|w| w == AGENCY.as_bytes());
+        let body = replace(&body, AGENCY.as_bytes(), h.agency.as_bytes());
+        let poster = if by_agency { h.agency.as_str() } else { ORG };
         let t = std::time::Instant::now();
-        let outcome = match h.inbox_outcome(ORG, &body) {
+        let outcome = match h.inbox_outcome(poster, &body) {
             Ok(outcome) => outcome,
             Err(e) => panic!("{}: {e}", file.display()),
         };
@@ -927,12 +977,12 @@ fn corpus_inbox_inputs() {
             "{name} was applied"
         );
     }
-    h.report("corpus_inbox_inputs");
+    h.report();
 }
 
 #[test]
 fn inbox_arbitrary_bytes() {
-    let h = Harness::new();
+    let h = Harness::new("inbox_arbitrary_bytes");
     let texts: Vec<Vec<u8>> = examples()
         .iter()
         .map(|e| e.to_string().into_bytes())
@@ -948,12 +998,12 @@ fn inbox_arbitrary_bytes() {
     run(regressions!("inbox_arbitrary_bytes"), strategy, |body| {
         h.inbox(&body)
     });
-    h.report("inbox_arbitrary_bytes");
+    h.report();
 }
 
 #[test]
 fn inbox_arbitrary_json() {
-    let h = Harness::new();
+    let h = Harness::new("inbox_arbitrary_json");
     let terms = Arc::new(terms());
     let value = json_value(terms.clone(), h.trap_url.clone());
     let actor = json!({
@@ -991,12 +1041,12 @@ fn inbox_arbitrary_json() {
     run(regressions!("inbox_arbitrary_json"), strategy, |doc| {
         h.inbox(doc.to_string().as_bytes())
     });
-    h.report("inbox_arbitrary_json");
+    h.report();
 }
 
 #[test]
 fn inbox_mutated_examples() {
-    let h = Harness::new();
+    let h = Harness::new("inbox_mutated_examples");
     let terms = Arc::new(terms());
     let agency = h.agency.clone();
     let strategy = (
@@ -1029,7 +1079,7 @@ fn inbox_mutated_examples() {
                 .map(|_| ())
         },
     );
-    h.report("inbox_mutated_examples");
+    h.report();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1136,7 +1186,7 @@ fn apply_tamper(cursors: &Cursors, cursor: &str, t: &Tamper) -> String {
 
 #[test]
 fn corpus_cursors() {
-    let h = Harness::new();
+    let h = Harness::new("corpus_cursors");
     let cursors = Cursors::new(b"fuzz-corpus-key");
     let files = corpus_files("cursor");
     assert!(!files.is_empty());
@@ -1162,7 +1212,7 @@ fn corpus_cursors() {
 
 #[test]
 fn cursor_arbitrary_strings() {
-    let h = Harness::new();
+    let h = Harness::new("cursor_arbitrary_strings");
     let node_cursor = h.node_cursor();
     let strategy = prop_oneof![
         2 => any::<String>(),
@@ -1188,7 +1238,7 @@ fn cursor_arbitrary_strings() {
 
 #[test]
 fn cursor_tampering() {
-    let h = Harness::new();
+    let h = Harness::new("cursor_tampering");
     let node_cursor = h.node_cursor();
     let strategy = (
         position(),
