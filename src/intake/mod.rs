@@ -345,6 +345,7 @@ impl Intake {
         })?;
         let roots = Roots {
             activity: root,
+            object: expander.subject_at("object"),
             actor: expander.subject_at("actor"),
             target: expander.subject_at("target"),
         };
@@ -360,7 +361,26 @@ impl Intake {
     ) -> Vec<Failure> {
         let index = Index::new(expansion);
         let mut failures = Vec::new();
-        let object_root = object_subject(expansion, &roots.activity);
+        // The node at `object` is what the record stores: it is the one validated, and it must
+        // be the activity's only `as:object` (another, written e.g. `as:object`, would be
+        // validated in its place or stored unchecked).
+        let objects = objects_of(expansion, &roots.activity);
+        if objects.len() > 1 {
+            failures.push(Failure {
+                path: "object".into(),
+                constraint: "sh:maxCount 1".into(),
+                value: None,
+                message: format!(
+                    "an activity has one object, found {} (is `object` also written as another \
+                     term for as:object?)",
+                    objects.len()
+                ),
+            });
+        }
+        let object_root = roots
+            .object
+            .clone()
+            .filter(|o| objects.iter().any(|t| **t == Term::from(o.clone())));
         let object_type = activity
             .object()
             .get("type")
@@ -462,6 +482,8 @@ impl Intake {
 
 struct Roots {
     activity: NamedOrBlankNode,
+    /// The node at `object` (the one the record stores).
+    object: Option<NamedOrBlankNode>,
     actor: Option<NamedOrBlankNode>,
     target: Option<NamedOrBlankNode>,
 }
@@ -510,18 +532,15 @@ fn reserved_iris(expansion: &Expansion, minted: &[&NamedOrBlankNode], out: &mut 
     }
 }
 
-/// The object of the activity node (`as:object`).
-fn object_subject(expansion: &Expansion, activity: &NamedOrBlankNode) -> Option<NamedOrBlankNode> {
+/// The objects of the activity node (`as:object`).
+fn objects_of<'e>(expansion: &'e Expansion, activity: &NamedOrBlankNode) -> Vec<&'e Term> {
     let as_object = "https://www.w3.org/ns/activitystreams#object";
     expansion
         .triples
         .iter()
-        .find(|t: &&Triple| t.subject == *activity && t.predicate.as_str() == as_object)
-        .and_then(|t| match &t.object {
-            Term::NamedNode(n) => Some(n.clone().into()),
-            Term::BlankNode(b) => Some(b.clone().into()),
-            _ => None,
-        })
+        .filter(|t: &&Triple| t.subject == *activity && t.predicate.as_str() == as_object)
+        .map(|t| &t.object)
+        .collect()
 }
 
 fn add_kind(activity: &Activity) -> &'static str {
