@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oxigraph::model::{Literal, NamedOrBlankNode, Term, Triple};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Caller;
@@ -376,6 +376,27 @@ impl Intake {
                     objects.len()
                 ),
             });
+        }
+        // The record is looked up by these as sent: a number would pass the shapes (the
+        // context coerces it to an xsd:string literal) but key the record by nothing.
+        let keys: &[(&str, Option<&Map<String, Value>>)] = match activity.kind {
+            Kind::Create | Kind::Update => &[
+                ("object.globalId", Some(activity.object())),
+                ("object.identifier", Some(activity.object())),
+            ],
+            Kind::Add => &[("target.globalId", activity.target())],
+        };
+        for (path, holder) in keys {
+            let name = path.rsplit('.').next().unwrap_or(path);
+            match holder.and_then(|h| h.get(name)) {
+                None | Some(Value::String(_)) => {}
+                Some(other) => failures.push(Failure {
+                    path: (*path).into(),
+                    constraint: "sh:datatype xsd:string".into(),
+                    value: Some(other.to_string()),
+                    message: format!("{path} must be a JSON string"),
+                }),
+            }
         }
         let object_root = roots
             .object

@@ -205,6 +205,33 @@ async fn the_identical_activity_twice_is_applied_once() {
 }
 
 #[tokio::test]
+async fn record_keys_must_be_json_strings() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    for (field, value) in [("globalId", json!(417)), ("identifier", json!(["FWD"]))] {
+        let mut activity = as_org(example("create-consignment"), trader.org());
+        activity["object"][field] = value;
+        let entry = trader.publish(&node, &activity).await;
+        let error = task_error(&entry);
+        assert_eq!(error["cause"]["name"], "ValidationError", "{error:#}");
+        let failures = error["cause"]["properties"]["failures"].as_array().unwrap();
+        assert!(
+            failures
+                .iter()
+                .any(|f| f["path"] == format!("object.{field}")),
+            "{failures:#?}"
+        );
+    }
+    let list = json_body(
+        trader
+            .get(&node, "/supply-chain/data-space/consignments")
+            .await,
+    )
+    .await;
+    assert_eq!(list["entities"], json!([]));
+}
+
+#[tokio::test]
 async fn shape_failures_are_a_failed_task_with_every_failure_listed() {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
