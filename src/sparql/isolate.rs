@@ -5,9 +5,13 @@
 //! contribution graphs. So the query runs over the whole store with an **empty** default
 //! graph, and every pattern is rewritten to name its graph and check it:
 //!
-//! - a triple pattern or property path outside `GRAPH` becomes
-//!   `GRAPH ?g_n { pattern } FILTER(in_default(?g_n))` — one fresh graph variable per pattern,
-//!   so joins across graphs of the default graph still work (and stay index look-ups);
+//! - a triple pattern or property path outside `GRAPH` becomes `GRAPH ?g_n { pattern }` — one
+//!   fresh graph variable per pattern, so joins across graphs of the default graph still work
+//!   (and stay index look-ups) — and the patterns joined in one group get one filter checking
+//!   each `?g_n`: `in_default(?g_n)` for one pattern of each set of connected patterns, and
+//!   for the others "the same graph as an earlier pattern's, else `in_default(?g_n)`" (see
+//!   [`Pending`]: the check calls the node's function, which costs a dictionary read, about
+//!   once per solution instead of once per pattern per solution);
 //! - `GRAPH ?v { … }` becomes `FILTER(in_named(?v)) { GRAPH ?v { … } }`;
 //! - `GRAPH <iri> { … }` stays when `<iri>` is readable, else matches nothing;
 //! - the same inside `EXISTS`, sub-queries, `OPTIONAL`, `MINUS`, `UNION`, …;
@@ -24,12 +28,16 @@
 use spargebra::algebra::{
     AggregateExpression, Expression, Function, GraphPattern, OrderExpression, QueryDataset,
 };
-use spargebra::term::{NamedNodePattern, TriplePattern, Variable};
+use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern, Variable};
 use spargebra::Query;
 
 /// The functions the rewritten query calls; bound to the caller's graph sets at evaluation.
 pub const IN_DEFAULT: &str = "urn:dataspace-node:fn:inDefaultGraph";
 pub const IN_NAMED: &str = "urn:dataspace-node:fn:inNamedGraphs";
+
+/// A later pattern of a basic graph pattern is compared with at most this many earlier
+/// patterns' graphs before its own graph is checked (a long BGP stays a linear rewrite).
+const MAX_SAME_GRAPH_COMPARISONS: usize = 16;
 
 /// Why a query is refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -179,6 +187,165 @@ fn fresh_prefix(text: &str) -> String {
     prefix
 }
 
+/// The checks of the default-graph patterns joined under one pattern, applied there as one
+/// filter over the join (as the parser places a group's filters), so the optimiser still
+/// sees one flat join to order and pushes each check down to where its variables are bound.
+///
+/// Oxigraph hands a custom function the *decoded* graph IRI: a dictionary read per call, the
+/// whole cost of the isolation. But `sameTerm` of two variables compares the encoded terms.
+/// So in each group of patterns connected by shared variables, only one graph's check
+/// always calls the function (the most selective pattern's, by the optimiser's own estimate:
+/// most likely the one it evaluates first); each other graph is readable without a call when
+/// it is the same graph as an earlier one of the group (already checked, in the same
+/// solution), and checked otherwise:
+///
+/// ```sparql
+/// FILTER(in_default(?g1)
+///     && IF(sameTerm(?g2, ?g1), true, in_default(?g2))
+///     && IF(sameTerm(?g3, ?g1) || sameTerm(?g3, ?g2), true, in_default(?g3)))
+/// ```
+///
+/// The same solutions as a check of every graph (same rows, same multiplicity): by
+/// induction every `?g_i` of a solution is readable. It holds wherever the optimiser
+/// evaluates each conjunct, since all are conditions on the same solution of the join, in
+/// which every `?g_i` is bound (`GRAPH` always binds its variable; were one not bound,
+/// `sameTerm` and so `IF` would be an error and the row dropped: it fails closed). `IF`, not
+/// `||`, whose operands the optimiser reorders, keeps the call behind the comparison.
+///
+/// Why per connected group: the optimiser joins connected patterns by index look-ups per row
+/// (each a store read, where the time limit is checked), but unconnected groups by hash
+/// joins that hold each side in memory. With one always-checked graph per group, every side
+/// is filtered before it is held, as when every pattern was checked on its own.
+#[derive(Default)]
+struct Pending {
+    items: Vec<Confined>,
+}
+
+/// A pattern moved into a graph of its own: its graph variable, the variables it binds and
+/// its estimated size.
+struct Confined {
+    graph: Variable,
+    binds: Vec<String>,
+    size: usize,
+}
+
+impl Pending {
+    fn apply(self, inner: GraphPattern) -> GraphPattern {
+        // Groups of items connected by shared variables (union-find on item indexes).
+        let n = self.items.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        let mut first_binder: std::collections::HashMap<&str, usize> = Default::default();
+        for (i, item) in self.items.iter().enumerate() {
+            for v in &item.binds {
+                if let Some(&j) = first_binder.get(v.as_str()) {
+                    let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                    parent[a] = b;
+                } else {
+                    first_binder.insert(v, i);
+                }
+            }
+        }
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for i in 0..n {
+            let r = root(&mut parent, i);
+            match groups.iter_mut().find(|(g, _)| *g == r) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((r, vec![i])),
+            }
+        }
+        let mut checks: Vec<Expression> = Vec::new();
+        for (_, mut members) in groups {
+            // The first most selective item first; then the others in order.
+            if let Some(pos) = (0..members.len()).min_by_key(|&k| self.items[members[k]].size) {
+                let first = members.remove(pos);
+                members.insert(0, first);
+            }
+            for (k, &i) in members.iter().enumerate() {
+                let graph = &self.items[i].graph;
+                let call = check(IN_DEFAULT, graph.clone());
+                let same = members[..k]
+                    .iter()
+                    .take(MAX_SAME_GRAPH_COMPARISONS)
+                    .map(|&j| {
+                        Expression::SameTerm(
+                            Box::new(Expression::Variable(graph.clone())),
+                            Box::new(Expression::Variable(self.items[j].graph.clone())),
+                        )
+                    })
+                    .reduce(|a, b| Expression::Or(Box::new(a), Box::new(b)));
+                checks.push(match same {
+                    None => call,
+                    Some(same) => Expression::If(
+                        Box::new(same),
+                        Box::new(Expression::Literal(true.into())),
+                        Box::new(call),
+                    ),
+                });
+            }
+        }
+        match checks
+            .into_iter()
+            .reduce(|a, b| Expression::And(Box::new(a), Box::new(b)))
+        {
+            None => inner,
+            Some(expr) => GraphPattern::Filter {
+                expr,
+                inner: Box::new(inner),
+            },
+        }
+    }
+}
+
+/// The variables (and blank nodes, variables of a BGP) a pattern binds.
+fn binds(terms: &[&TermPattern], predicate: Option<&NamedNodePattern>) -> Vec<String> {
+    let mut out: Vec<String> = terms
+        .iter()
+        .filter_map(|t| match t {
+            TermPattern::Variable(v) => Some(format!("?{}", v.as_str())),
+            TermPattern::BlankNode(b) => Some(format!("_:{}", b.as_str())),
+            _ => None,
+        })
+        .collect();
+    if let Some(NamedNodePattern::Variable(v)) = predicate {
+        out.push(format!("?{}", v.as_str()));
+    }
+    out
+}
+
+/// The optimiser's estimate of a triple pattern's size from what it binds to constants
+/// (sparopt's `estimate_triple_pattern_size`): the pattern it most likely evaluates first.
+fn estimated_size(t: &TriplePattern) -> usize {
+    let constant =
+        |t: &TermPattern| !matches!(t, TermPattern::Variable(_) | TermPattern::BlankNode(_));
+    let size = match (
+        constant(&t.subject),
+        matches!(t.predicate, NamedNodePattern::NamedNode(_)),
+        constant(&t.object),
+    ) {
+        (true, true, true) => 1,
+        (true, true, false) => 10,
+        (true, false, true) => 2,
+        (false, true, true) => 1_000,
+        (true, false, false) => 100,
+        (false, false, false) => 1_000_000_000,
+        (false, true, false) => 1_000_000,
+        (false, false, true) => 10_000,
+    };
+    match &t.predicate {
+        NamedNodePattern::NamedNode(p) if p.as_str() == RDF_TYPE => size + 1,
+        _ => size,
+    }
+}
+
+const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+
 struct Rewriter<'a> {
     fresh: usize,
     prefix: String,
@@ -205,16 +372,57 @@ impl Rewriter<'_> {
         Variable::new_unchecked(format!("{}{}", self.prefix, self.fresh))
     }
 
-    /// A default-graph pattern, moved into a checked named graph.
-    fn confine(&mut self, inner: GraphPattern) -> GraphPattern {
+    /// A default-graph pattern (triple pattern or property path), moved into a graph of its
+    /// own whose check waits in `pending`.
+    fn confine(&mut self, inner: GraphPattern, pending: &mut Pending) -> GraphPattern {
         let g = self.var();
-        GraphPattern::Filter {
-            expr: check(IN_DEFAULT, g.clone()),
-            inner: Box::new(GraphPattern::Graph {
-                name: NamedNodePattern::Variable(g),
-                inner: Box::new(inner),
-            }),
+        let (binds, size) = match &inner {
+            GraphPattern::Path {
+                subject, object, ..
+            } => (
+                binds(&[subject, object], None),
+                estimated_size(&TriplePattern {
+                    subject: subject.clone(),
+                    predicate: NamedNodePattern::Variable(g.clone()),
+                    object: object.clone(),
+                }),
+            ),
+            _ => (Vec::new(), usize::MAX),
+        };
+        pending.items.push(Confined {
+            graph: g.clone(),
+            binds,
+            size,
+        });
+        GraphPattern::Graph {
+            name: NamedNodePattern::Variable(g),
+            inner: Box::new(inner),
         }
+    }
+
+    /// A basic graph pattern of the default graph: each triple pattern in a graph of its own
+    /// (the default graph is the union of the readable graphs, so the patterns of one BGP may
+    /// match in different graphs), its check waiting in `pending`.
+    fn confine_bgp(&mut self, patterns: Vec<TriplePattern>, pending: &mut Pending) -> GraphPattern {
+        patterns
+            .into_iter()
+            .map(|t| {
+                let g = self.var();
+                pending.items.push(Confined {
+                    graph: g.clone(),
+                    binds: binds(&[&t.subject, &t.object], Some(&t.predicate)),
+                    size: estimated_size(&t),
+                });
+                GraphPattern::Graph {
+                    name: NamedNodePattern::Variable(g),
+                    inner: Box::new(GraphPattern::Bgp { patterns: vec![t] }),
+                }
+            })
+            .reduce(|left, right| GraphPattern::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+            })
+            .unwrap_or_else(nothing)
     }
 
     // The algebra's children come boxed; taking them as they are keeps the call sites short.
@@ -227,25 +435,29 @@ impl Rewriter<'_> {
         Ok(Box::new(self.pattern(*p, in_graph)?))
     }
 
+    /// `p` with the checks of its default-graph patterns applied on top of it.
     /// `in_graph`: inside `GRAPH`, where patterns read the active (already checked) graph.
     fn pattern(&mut self, p: GraphPattern, in_graph: bool) -> Result<GraphPattern, Refused> {
+        let mut pending = Pending::default();
+        let inner = self.joined(p, in_graph, &mut pending)?;
+        Ok(pending.apply(inner))
+    }
+
+    /// `p`, leaving the checks of default-graph patterns that are joined (directly or through
+    /// other joins) in `pending`, for the enclosing non-join pattern to apply. Everything else
+    /// gets its checks applied where it is.
+    fn joined(
+        &mut self,
+        p: GraphPattern,
+        in_graph: bool,
+        pending: &mut Pending,
+    ) -> Result<GraphPattern, Refused> {
         Ok(match p {
             GraphPattern::Bgp { patterns } => {
                 if in_graph || patterns.is_empty() {
                     GraphPattern::Bgp { patterns }
                 } else {
-                    let mut joined: Option<GraphPattern> = None;
-                    for t in patterns {
-                        let one = self.confine(GraphPattern::Bgp { patterns: vec![t] });
-                        joined = Some(match joined {
-                            None => one,
-                            Some(left) => GraphPattern::Join {
-                                left: Box::new(left),
-                                right: Box::new(one),
-                            },
-                        });
-                    }
-                    joined.unwrap_or_else(nothing)
+                    self.confine_bgp(patterns, pending)
                 }
             }
             GraphPattern::Path {
@@ -261,7 +473,7 @@ impl Rewriter<'_> {
                 if in_graph {
                     path
                 } else {
-                    self.confine(path)
+                    self.confine(path, pending)
                 }
             }
             GraphPattern::Graph { name, inner } => match name {
@@ -285,8 +497,8 @@ impl Rewriter<'_> {
             },
             GraphPattern::Service { .. } => return Err(Refused::Service),
             GraphPattern::Join { left, right } => GraphPattern::Join {
-                left: self.boxed(left, in_graph)?,
-                right: self.boxed(right, in_graph)?,
+                left: Box::new(self.joined(*left, in_graph, pending)?),
+                right: Box::new(self.joined(*right, in_graph, pending)?),
             },
             GraphPattern::LeftJoin {
                 left,
@@ -488,6 +700,86 @@ mod tests {
             q.contains("GRAPH ?dsn_g1") && q.contains("GRAPH ?dsn_g2"),
             "{q}"
         );
+    }
+
+    #[test]
+    fn a_later_pattern_in_the_same_graph_is_not_checked_again() {
+        let query = SparqlParser::new()
+            .parse_query("SELECT ?s WHERE { ?s <urn:p> ?o . ?s <urn:q> ?x . ?x <urn:r> ?y }")
+            .unwrap();
+        let sse = rewrite(query, &|_| false).unwrap().to_sse();
+        // One filter over the flat join of the three graph patterns (the optimiser orders the
+        // join as it would the caller's BGP): no filter between joins.
+        let filter = sse.find("(filter").expect(&sse);
+        assert!(
+            sse[filter..].contains(
+                "(join (join (graph ?dsn_g1 (bgp (triple ?s <urn:p> ?o))) \
+                 (graph ?dsn_g2 (bgp (triple ?s <urn:q> ?x)))) \
+                 (graph ?dsn_g3 (bgp (triple ?x <urn:r> ?y))))"
+            ),
+            "{sse}"
+        );
+        assert_eq!(sse.matches("(filter").count(), 1, "{sse}");
+        // The first graph always checked; the second unless it is the first; the third unless
+        // it is the first or the second.
+        assert!(sse.contains(&format!("( <{IN_DEFAULT}> ?dsn_g1)")), "{sse}");
+        assert!(
+            sse.contains(&format!(
+                "(if (sameTerm ?dsn_g2 ?dsn_g1) {TRUE} ( <{IN_DEFAULT}> ?dsn_g2))"
+            )),
+            "{sse}"
+        );
+        assert!(
+            sse.contains(&format!(
+                "(if (|| (sameTerm ?dsn_g3 ?dsn_g1) (sameTerm ?dsn_g3 ?dsn_g2)) {TRUE} \
+                 ( <{IN_DEFAULT}> ?dsn_g3))"
+            )),
+            "{sse}"
+        );
+    }
+
+    const TRUE: &str = "\"true\"^^<http://www.w3.org/2001/XMLSchema#boolean>";
+
+    #[test]
+    fn the_most_selective_pattern_is_checked_first_and_joined_groups_share_checks() {
+        // `?s a <urn:T>` is the optimiser's first pattern: its graph is the one always checked.
+        let q = rewritten("SELECT ?s WHERE { ?s ?p ?o . ?s a <urn:T> }");
+        assert!(
+            q.contains(&format!(
+                "<{IN_DEFAULT}>(?dsn_g2) && IF(sameTerm(?dsn_g1, ?dsn_g2)"
+            )),
+            "{q}"
+        );
+        // Unconnected patterns (a product, held in memory by a hash join): each checked.
+        let q = rewritten("SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?c ?x ?y }");
+        assert_eq!(q.matches("sameTerm").count(), 1, "{q}");
+        assert!(q.contains("IF(sameTerm(?dsn_g3, ?dsn_g1)"), "{q}");
+        assert!(q.contains(&format!("<{IN_DEFAULT}>(?dsn_g2)")), "{q}");
+        // A BGP and a property path joined: one filter, the path's graph compared with the
+        // BGP's. Inside OPTIONAL, MINUS, EXISTS, a sub-query: a filter of their own.
+        let query = SparqlParser::new()
+            .parse_query(
+                "SELECT * WHERE { ?s <urn:p> ?o . ?o <urn:q>+ ?x \
+                 OPTIONAL { ?x <urn:r> ?y } MINUS { ?s <urn:m> ?m } \
+                 FILTER NOT EXISTS { ?s <urn:e> ?e } }",
+            )
+            .unwrap();
+        let sse = rewrite(query, &|_| false).unwrap().to_sse();
+        // (The filter's EXISTS is rewritten first: ?dsn_g1.)
+        assert!(
+            sse.contains("(if (sameTerm ?dsn_g3 ?dsn_g2)"),
+            "the path's graph is compared with the BGP's: {sse}"
+        );
+        for g in ["?dsn_g1", "?dsn_g4", "?dsn_g5"] {
+            assert!(
+                sse.contains(&format!("(filter ( <{IN_DEFAULT}> {g})")),
+                "{g} checked where it is: {sse}"
+            );
+            assert!(
+                !sse.contains(&format!("(sameTerm {g}")),
+                "{g} compared with nothing outside its group: {sse}"
+            );
+        }
     }
 
     #[test]

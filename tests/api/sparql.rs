@@ -452,3 +452,56 @@ async fn contributions_follow_the_circle_across_revocation_and_restart() {
     let node = node.restart().await;
     check(node, true).await;
 }
+
+/// The patterns of one group may match in different graphs of the caller's default graph, and
+/// only the first one's graph is always checked (a later one is readable as "the same graph as
+/// an earlier pattern's", else checked): a graph the caller may not read never completes a
+/// solution, whichever pattern it would match, and two readable graphs still join.
+#[tokio::test]
+async fn a_group_joins_across_graphs_only_the_graphs_the_caller_may_read() {
+    let s = setup(TestNode::start().await).await;
+    s.agency.publish_example(&s.node, "add-event").await;
+    let (node, trader, agency, outsider) = (&s.node, &s.trader, &s.agency, &s.outsider);
+
+    // Every pair of ports: only the outsider's own, whichever pattern the trader's graph
+    // would match (first, second, or the property path joined with them).
+    for q in [
+        "SELECT ?a ?b WHERE { ?x dsn:portOfEntryCode ?a . ?y dsn:portOfEntryCode ?b }",
+        "SELECT ?a ?b WHERE { ?x dsn:portOfEntryCode ?a . ?y dsn:portOfEntryCode+ ?b }",
+        "SELECT ?a ?b WHERE { ?x dsn:portOfEntryCode ?a . ?x ?p ?a . ?y dsn:portOfEntryCode ?b }",
+    ] {
+        assert_eq!(
+            rows(node, outsider, q, &[]).await,
+            vec![json!({"a": "TZDAR", "b": "TZDAR"})],
+            "{q}"
+        );
+        assert_eq!(
+            rows(node, trader, q, &[]).await,
+            vec![json!({"a": "KEMBA", "b": "KEMBA"})],
+            "{q}"
+        );
+    }
+
+    // The publisher's description (the trader's graph) joined with the agency's event (the
+    // agency's graph): both readable to both with scope `all`, one of them only with `own`
+    // or `shared`. The event pattern is the one checked first (the most selective).
+    let across = "SELECT ?code ?who WHERE { ?s dsn:portOfEntryCode ?code . \
+                  ?e a unece:SupplyChainEvent ; dsn:contributor ?who }";
+    let both = vec![json!({"code": "KEMBA", "who": agency.org()})];
+    for who in [trader, agency] {
+        assert_eq!(rows(node, who, across, &[]).await, both);
+        for scope in ["own", "shared"] {
+            let got = rows(node, who, across, &[("scope", scope)]).await;
+            assert!(got.is_empty(), "{scope}: {got:?}");
+        }
+    }
+    assert!(rows(node, outsider, across, &[]).await.is_empty());
+    // Same with the description's pattern first.
+    let across = "SELECT ?code ?who WHERE { ?s dsn:portOfEntryCode ?code . \
+                  ?e dsn:contributor ?who . ?e a unece:SupplyChainEvent }";
+    assert_eq!(rows(node, agency, across, &[]).await, both);
+    assert!(rows(node, agency, across, &[("scope", "own")])
+        .await
+        .is_empty());
+    assert!(rows(node, outsider, across, &[]).await.is_empty());
+}
