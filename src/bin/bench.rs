@@ -31,10 +31,11 @@ struct Args {
     /// Requests per read measurement.
     #[arg(long, default_value_t = 200)]
     reads: usize,
-    /// Sharing policies stored before the inbox runs (through HTTP). Two of them match the
-    /// benchmark consignment (a KE border agency, the KEMBA terminal); the rest name other
-    /// countries and UN/LOCODEs, as on a busy node.
-    #[arg(long, default_value_t = 0)]
+    /// Sharing policies stored (through HTTP) after the reads, before a second Create run that
+    /// measures routing. Two of them match the benchmark consignment (a KE border agency, the
+    /// KEMBA terminal); the rest name other
+    /// countries and UN/LOCODEs, as on a busy node. 0 skips the routing measurement.
+    #[arg(long, default_value_t = 10_000)]
     policies: usize,
     /// How many of those policies match the benchmark consignment (0, 1 or 2).
     #[arg(long, default_value_t = 2)]
