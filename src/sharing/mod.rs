@@ -80,6 +80,19 @@ pub struct Routed<'a> {
     pub summary: Box<dyn Fn() -> Value + 'a>,
 }
 
+impl<'a> Routed<'a> {
+    /// What a notice to a partner node says about this consignment and `dataset`.
+    pub fn subject(&self, dataset: &'a str) -> federation_notice::Subject<'a> {
+        federation_notice::Subject {
+            dataset,
+            global_id: self.global_id,
+            identifier: self.identifier,
+            aig_hex: self.aig_hex,
+            created: self.created,
+        }
+    }
+}
+
 pub struct Sharing {
     store: Arc<Store>,
     identity: Arc<NodeIdentity>,
@@ -458,13 +471,7 @@ impl Sharing {
                     Kind::Share,
                     c.publisher,
                     &org,
-                    &federation_notice::Subject {
-                        dataset: c.graph.as_str(),
-                        global_id: c.global_id,
-                        identifier: c.identifier,
-                        aig_hex: c.aig_hex,
-                        created: c.created,
-                    },
+                    &c.subject(c.graph.as_str()),
                     Some(&uid),
                     Some((c.summary)()),
                     now,

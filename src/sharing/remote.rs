@@ -17,7 +17,7 @@ use crate::federation::notice::{self, Kind, Received};
 use crate::federation::outbox::{Notice, Outbox};
 use crate::federation::token::NodeCaller;
 use crate::intake::literal;
-use crate::store::{graphs, Store};
+use crate::store::graphs;
 use crate::views::listing;
 use crate::vocab::dsn;
 
@@ -202,13 +202,7 @@ impl Sharing {
             Kind::Contribution,
             org,
             c.publisher,
-            &notice::Subject {
-                dataset: dataset.as_str(),
-                global_id: c.global_id,
-                identifier: c.identifier,
-                aig_hex: c.aig_hex,
-                created: c.created,
-            },
+            &c.subject(dataset.as_str()),
             None,
             None,
             now,
@@ -239,9 +233,5 @@ impl Sharing {
     /// Is this organisation on another node?
     pub fn is_remote(&self, org: &str) -> bool {
         self.federation.is_remote(org)
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 }

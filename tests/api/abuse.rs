@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 
 use crate::common::*;
 use crate::inbox::{Session, INBOX};
+use crate::sparql::EXPENSIVE;
 
 fn addr(node: &TestNode) -> String {
     node.base.trim_start_matches("http://").to_owned()
@@ -165,8 +166,6 @@ async fn an_expensive_query_runs_out_its_time_while_others_are_served() {
     let node = TestNode::start_with(|c| c.sparql_timeout_secs = 2).await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     trader.publish_example(&node, "create-consignment").await;
-    let expensive =
-        "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o }";
     let (key, token) = (trader.account.api_key.clone(), trader.token.clone());
     let client = node.client.clone();
     let url = node.url("/supply-chain/data-space/sparql");
@@ -175,7 +174,7 @@ async fn an_expensive_query_runs_out_its_time_while_others_are_served() {
             .post(url)
             .header("x-api-key", key)
             .bearer_auth(token)
-            .form(&[("query", expensive)])
+            .form(&[("query", EXPENSIVE)])
             .send()
             .await
             .unwrap()

@@ -11,6 +11,10 @@ const SPARQL: &str = "/supply-chain/data-space/sparql";
 const PREFIXES: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> \
                         PREFIX unece: <https://vocabulary.uncefact.org/> ";
 
+/// A five-way cross product of every readable triple: runs into any time limit.
+pub const EXPENSIVE: &str =
+    "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o }";
+
 async fn query(
     node: &TestNode,
     who: &Session,
@@ -350,10 +354,8 @@ async fn the_time_limit_stops_an_expensive_query_and_the_row_cap_holds() {
     )
     .await;
     let started = std::time::Instant::now();
-    let expensive =
-        "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i . ?j ?k ?l . ?m ?n2 ?o }";
     let body = assert_error(
-        query(&s.node, &s.trader, expensive, &[]).await,
+        query(&s.node, &s.trader, EXPENSIVE, &[]).await,
         StatusCode::SERVICE_UNAVAILABLE,
         "GeneralError",
     )
