@@ -20,6 +20,7 @@ pub mod index;
 pub mod notifications;
 pub mod policy;
 mod remote;
+mod upgrade;
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -27,7 +28,6 @@ use std::sync::{Arc, RwLock};
 use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::auth::Caller;
 use crate::error::{Error, Result};
@@ -111,11 +111,6 @@ fn quad(s: impl Into<oxigraph::model::NamedOrBlankNode>, p: NamedNode, o: impl I
     Quad::new(s, p, o, GraphName::NamedNode(graphs::sharing()))
 }
 
-fn grant_node(aig_hex: &str, org: &str, uid: &str) -> NamedNode {
-    let digest = Sha256::digest(format!("{aig_hex}\n{org}\n{uid}").as_bytes());
-    graphs::minted("grant", &hex::encode(&digest[..16]))
-}
-
 fn has(tx: &Transaction<'_>, q: &Quad) -> Result<bool> {
     Ok(tx
         .quads_for_pattern(
@@ -141,6 +136,7 @@ impl Sharing {
         federation: Arc<Federation>,
         cursor_key: &[u8],
     ) -> Result<Self> {
+        upgrade::run(&store, &queries)?;
         let mut policies = PolicySet::default();
         queries.each(&store, "policies", &[], |row| {
             match text(&row, "state").map(|s| serde_json::from_str::<Policy>(&s)) {
@@ -361,31 +357,19 @@ impl Sharing {
                     policy_removed: Some(uid.to_owned()),
                     ..Effects::default()
                 };
-                let policy: Term = NamedNode::new_unchecked(uid).into();
-                let grants =
-                    self.queries
-                        .select_in(tx, "grants_of_policy", &[("policy", policy)])?;
-                let sharing = GraphName::NamedNode(graphs::sharing());
+                let given = graphs::grants(uid);
+                let grants = self.queries.select_in(
+                    tx,
+                    "grants_of_policy",
+                    &[("grants", given.clone().into())],
+                )?;
+                tx.clear_graph(GraphName::NamedNode(given).as_ref())?;
                 for row in grants {
-                    let (
-                        Some(Term::NamedNode(grant)),
-                        Some(Term::NamedNode(record)),
-                        Some(Term::NamedNode(org)),
-                    ) = (row.get("grant"), row.get("record"), row.get("org"))
+                    let (Some(Term::NamedNode(record)), Some(Term::NamedNode(org))) =
+                        (row.get("record"), row.get("org"))
                     else {
                         continue;
                     };
-                    let doomed: Vec<Quad> = tx
-                        .quads_for_pattern(
-                            Some(grant.as_ref().into()),
-                            None,
-                            None,
-                            Some(sharing.as_ref()),
-                        )
-                        .collect::<Result<_, _>>()?;
-                    for q in &doomed {
-                        tx.remove(q);
-                    }
                     let remains = self.queries.ask_in(
                         tx,
                         "grant_remains",
@@ -445,22 +429,18 @@ impl Sharing {
             if org == c.publisher {
                 continue;
             }
-            let grant = grant_node(c.aig_hex, &org, &uid);
             let org_node = NamedNode::new_unchecked(&org);
-            if has(tx, &quad(grant.clone(), dsn("grantee"), org_node.clone()))? {
-                continue;
-            }
-            // Three quads per grant and one per membership: these writes are most of what
-            // routing costs (see docs/PERFORMANCE.md); the date is on the notification.
-            for q in [
-                quad(grant.clone(), dsn("consignment"), c.consignment.clone()),
-                quad(grant.clone(), dsn("grantee"), org_node.clone()),
-                quad(grant.clone(), dsn("policy"), NamedNode::new_unchecked(&uid)),
-            ] {
-                tx.insert(&q);
-            }
+            // One quad per grant, one per new membership, one per notification: these writes
+            // are most of what routing costs (docs/PERFORMANCE.md). Writing a grant that
+            // exists (an Update routed again) changes nothing, so it is not looked up first.
+            tx.insert(&Quad::new(
+                c.consignment.clone(),
+                dsn("sharedWith"),
+                org_node.clone(),
+                GraphName::NamedNode(graphs::grants(&uid)),
+            ));
             let member = quad(c.consignment.clone(), dsn("sharedWith"), org_node);
-            if has(tx, &member)? || notified.contains(&org) {
+            if notified.contains(&org) || has(tx, &member)? {
                 continue;
             }
             tx.insert(&member);

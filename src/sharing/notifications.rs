@@ -1,7 +1,8 @@
 //! Notifications to receiving organisations: numbered by one node-wide sequence (the SSE event
-//! id, so `Last-Event-ID` says exactly what a reconnecting client has seen), stored as RDF in the
-//! recipient's notification graph, and listed from a per-organisation index of sequence numbers
-//! kept in memory. Numbers are taken and indexed under the writer lock, so they appear in
+//! id, so `Last-Event-ID` says exactly what a reconnecting client has seen), stored as one quad
+//! in the recipient's notification graph (`<urn:dataspace-node:notification:N> dsn:notice
+//! "…"^^rdf:JSON`: the number is in the IRI, the recipient is the graph), and listed from a
+//! per-recipient index of sequence numbers kept in memory. Numbers are taken and indexed under the writer lock, so they appear in
 //! commit order and a stream that has sent `n` never later finds a smaller one.
 
 use std::collections::HashMap;
@@ -20,6 +21,7 @@ use crate::vocab::dsn;
 pub struct Notifications {
     /// The last number handed out.
     last: AtomicU64,
+    /// By notification graph (one per recipient organisation).
     by_org: RwLock<HashMap<String, Vec<u64>>>,
     /// The last committed number; streams wait on it.
     published: watch::Sender<u64>,
@@ -28,22 +30,30 @@ pub struct Notifications {
 /// Notification nodes are `urn:dataspace-node:notification:<number>`.
 const PREFIX: &str = "urn:dataspace-node:notification:";
 
+/// The index key of `org`'s notifications: its notification graph.
+fn key(org: &str) -> String {
+    graphs::notifications(org).into_string()
+}
+
 pub fn node(seq: u64) -> NamedNode {
     NamedNode::new_unchecked(format!("{PREFIX}{seq}"))
 }
 
 impl Notifications {
-    /// Reads every stored notification's recipient and number. Blocking.
+    /// Reads every stored notification's recipient graph and number. Blocking.
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let mut by_org: HashMap<String, Vec<u64>> = HashMap::new();
         let mut last = 0;
         queries.each(store, "notification_numbers", &[], |row| {
-            if let (Some(Term::NamedNode(org)), Some(Term::NamedNode(n))) =
-                (row.get("org"), row.get("notification"))
+            if let (Some(Term::NamedNode(graph)), Some(Term::NamedNode(n))) =
+                (row.get("graph"), row.get("notification"))
             {
                 let number = n.as_str().strip_prefix(PREFIX).map(str::parse::<u64>);
                 if let Some(Ok(seq)) = number {
-                    by_org.entry(org.as_str().to_owned()).or_default().push(seq);
+                    by_org
+                        .entry(graph.as_str().to_owned())
+                        .or_default()
+                        .push(seq);
                     last = last.max(seq);
                 }
             }
@@ -64,29 +74,17 @@ impl Notifications {
     pub fn write(&self, tx: &mut Transaction<'_>, org: &str, mut json: Value) -> Result<u64> {
         let seq = self.last.fetch_add(1, Ordering::SeqCst) + 1;
         json["id"] = Value::String(seq.to_string());
-        let n = node(seq);
-        let g = GraphName::NamedNode(graphs::notifications(org));
-        // Two quads: the number is in the node's IRI, everything else in the JSON.
-        let quads = [
-            Quad::new(
-                n.clone(),
-                dsn("recipient"),
-                NamedNode::new_unchecked(org),
-                g.clone(),
+        // One quad per notification: routing writes one for every organisation it shares a
+        // consignment with, inside the publisher's request (docs/PERFORMANCE.md).
+        tx.insert(&Quad::new(
+            node(seq),
+            dsn("notice"),
+            Literal::new_typed_literal(
+                json.to_string(),
+                NamedNode::new_unchecked(crate::vocab::RDF_JSON),
             ),
-            Quad::new(
-                n,
-                dsn("json"),
-                Literal::new_typed_literal(
-                    json.to_string(),
-                    NamedNode::new_unchecked(crate::vocab::RDF_JSON),
-                ),
-                g,
-            ),
-        ];
-        for q in &quads {
-            tx.insert(q);
-        }
+            GraphName::NamedNode(graphs::notifications(org)),
+        ));
         Ok(seq)
     }
 
@@ -98,7 +96,7 @@ impl Notifications {
         let mut map = self.by_org.write().unwrap_or_else(|p| p.into_inner());
         let mut top = 0;
         for (org, seq) in notices {
-            map.entry(org.clone()).or_default().push(*seq);
+            map.entry(key(org)).or_default().push(*seq);
             top = top.max(*seq);
         }
         drop(map);
@@ -117,7 +115,7 @@ impl Notifications {
     /// Up to `n` of `org`'s numbers, newest first, strictly below `before` when given.
     pub fn page(&self, org: &str, before: Option<u64>, n: usize) -> Vec<u64> {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
-        let Some(seqs) = map.get(org) else {
+        let Some(seqs) = map.get(&key(org)) else {
             return Vec::new();
         };
         let end = before.map_or(seqs.len(), |b| seqs.partition_point(|s| *s < b));
@@ -127,7 +125,7 @@ impl Notifications {
     /// Up to `n` of `org`'s numbers above `after`, oldest first: what a stream sends next.
     pub fn after(&self, org: &str, after: u64, n: usize) -> Vec<u64> {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
-        let Some(seqs) = map.get(org) else {
+        let Some(seqs) = map.get(&key(org)) else {
             return Vec::new();
         };
         let start = seqs.partition_point(|s| *s <= after);
@@ -138,7 +136,7 @@ impl Notifications {
     pub fn json(&self, store: &Store, org: &str, seq: u64) -> Result<Option<Value>> {
         let g = GraphName::NamedNode(graphs::notifications(org));
         let n = node(seq);
-        let p = dsn("json");
+        let p = dsn("notice");
         let found = store
             .db()
             .quads_for_pattern(

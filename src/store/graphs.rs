@@ -23,19 +23,29 @@ pub fn consignment_index() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}consignments"))
 }
 
-/// Grants (which policy shared which consignment with whom), circle membership
-/// (`dsn:sharedWith`) and co-contributors (`dsn:contributor`) of consignment records.
+/// Circle membership (`<record> dsn:sharedWith <org>`, present while any grant shares the
+/// record with the organisation) and co-contributors (`dsn:contributor`) of consignment records.
 pub fn sharing() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}sharing"))
 }
 
+const GRANTS: &str = "urn:dataspace-node:system:grants:";
+
+/// The grants one policy gave, one quad each (`<record> dsn:sharedWith <org>`): the policy is
+/// the graph, so a grant costs one write when routing and deleting the policy finds its grants
+/// by graph.
+pub fn grants(uid: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{GRANTS}{}", uid_key(uid)))
+}
+
+fn uid_key(uid: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(uid.as_bytes())[..16])
+}
+
 /// One ODRL policy, in a graph of its own so deleting it is dropping the graph.
 pub fn policy(uid: &str) -> NamedNode {
-    use sha2::{Digest, Sha256};
-    NamedNode::new_unchecked(format!(
-        "{SYSTEM}policy:{}",
-        hex::encode(&Sha256::digest(uid.as_bytes())[..16])
-    ))
+    NamedNode::new_unchecked(format!("{SYSTEM}policy:{}", uid_key(uid)))
 }
 
 /// The notifications an organisation received.

@@ -37,6 +37,8 @@ pub const SOURCES: &[(&str, &str)] = sources![
     "grant_remains",
     "shared_records",
     "notification_numbers",
+    "legacy_grants",
+    "legacy_notifications",
     "document_current",
     "attestation",
 ];
