@@ -49,6 +49,12 @@ struct Args {
     /// Updates and event `Add`s posted one at a time, and again by the concurrent clients.
     #[arg(long, default_value_t = 500)]
     changes: usize,
+    /// Keep the node's data in this directory instead of a temporary one. When it already holds
+    /// a loaded benchmark store (`bench-state.json`), the load is skipped and the reads,
+    /// SPARQL, routing and memory are measured on it after a restart (the inbox runs only on a
+    /// fresh store): load 100,000 consignments once, then measure as often as needed.
+    #[arg(long)]
+    data_dir: Option<std::path::PathBuf>,
     /// Where the figures are written as JSON (to compare runs).
     #[arg(long, default_value = "bench-results.json")]
     json: std::path::PathBuf,
@@ -523,12 +529,14 @@ async fn load_policies(
 ) -> f64 {
     let t = Instant::now();
     let mut orgs = Vec::new();
+    // New organisations on every run (a kept data dir already has a previous run's).
+    let run = uuid::Uuid::new_v4().simple().to_string();
     for i in 0..50 {
         let created = create_account(
             &client.http,
             base,
             operator,
-            &format!("agency{i}@bench.example"),
+            &format!("agency{i}-{}@bench.example", &run[..8]),
         )
         .await;
         orgs.push(created["organizationId"].as_str().unwrap().to_owned());
@@ -697,6 +705,8 @@ fn serve_node(dir: &std::path::Path) {
         std::io::stdout().flush().unwrap();
         let mut config = Config::with_data_dir(dir);
         config.api_key = Some(OPERATOR_KEY.into());
+        // The aggregate over 100,000 consignments is measured, not guarded against.
+        config.sparql_timeout_secs = 600;
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
@@ -710,10 +720,15 @@ fn serve_node(dir: &std::path::Path) {
 
 /// Peak resident memory of a process (VmHWM), in MB.
 fn peak_rss_mb(pid: u32) -> f64 {
+    rss_mb(pid, "VmHWM:")
+}
+
+/// A process's memory figure from `/proc/<pid>/status` (`VmHWM:` peak, `VmRSS:` now), in MB.
+fn rss_mb(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }
@@ -809,8 +824,49 @@ struct Measured {
     sparql: f64,
     rows: usize,
     reads: Reads,
-    routed: Option<Run>,
+    routed: Option<(Run, Run)>,
     rss: f64,
+    /// Resident memory once the load finished (before the reads), and at the end.
+    rss_loaded: f64,
+    rss_end: f64,
+    /// Consignments in the store.
+    consignments: usize,
+}
+
+/// What a kept data dir holds besides the store: the benchmark organisation's credentials and
+/// what was loaded, so a later run measures on it without loading again.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Loaded {
+    api_key: String,
+    email: String,
+    organization: String,
+    consignments: usize,
+    written: i64,
+}
+
+const STATE_FILE: &str = "bench-state.json";
+
+/// A session token for a kept organisation (the cookie `POST /authentication/login` sets).
+async fn log_in(http: &reqwest::Client, base: &str, loaded: &Loaded) -> String {
+    let r = http
+        .post(format!("{base}/authentication/login"))
+        .header("x-api-key", &loaded.api_key)
+        .json(&json!({"email": loaded.email, "password": "bench password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "log-in to the kept benchmark organisation");
+    let cookie = r
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    cookie
+        .split(';')
+        .next()
+        .and_then(|kv| kv.split_once('='))
+        .map(|(_, v)| v.to_owned())
+        .unwrap_or_default()
 }
 
 /// Stops the node child however the run ends, before its temporary data dir goes away.
@@ -841,11 +897,21 @@ fn main() {
         serve_node(dir);
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let temporary = tempfile::tempdir().unwrap();
+    let dir = match &args.data_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).unwrap();
+            d.clone()
+        }
+        None => temporary.path().to_owned(),
+    };
+    let kept: Option<Loaded> = std::fs::read(dir.join(STATE_FILE))
+        .ok()
+        .map(|b| serde_json::from_slice(&b).expect("a readable bench-state.json"));
     let started = Instant::now();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--serve-node")
-        .arg(dir.path())
+        .arg(&dir)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -889,89 +955,131 @@ fn main() {
         let health = plain_gets(&http, &format!("{base}/health"), args.reads).await;
         table.compared("GET /health p50", health, "ms", "axum hello-world", floor);
 
-        let created = create_account(&http, &base, OPERATOR_KEY, "bench@forwarder.example").await;
+        let email = "bench@forwarder.example";
+        let (api_key, token, org) = match &kept {
+            Some(loaded) => (
+                loaded.api_key.clone(),
+                log_in(&http, &base, loaded).await,
+                loaded.organization.clone(),
+            ),
+            None => {
+                let created = create_account(&http, &base, OPERATOR_KEY, email).await;
+                let text = |k: &str| created[k].as_str().unwrap().to_owned();
+                (text("apiKey"), text("token"), text("organizationId"))
+            }
+        };
         let client = std::sync::Arc::new(Client {
             http,
             url: format!("{base}/supply-chain/data-space/inbox"),
-            key: created["apiKey"].as_str().unwrap().into(),
-            token: created["token"].as_str().unwrap().into(),
-            org: created["organizationId"].as_str().unwrap().into(),
+            key: api_key,
+            token,
+            org,
         });
-        for n in 0..200 {
-            client.create(n).await;
-        }
-        eprintln!("[{:>6.1} s] inbox runs", started.elapsed().as_secs_f64());
-        let (create_c1, written) =
-            sequentially(args.sequential, |n| client.create(1_000_000 + n)).await;
+        let mut inbox = Vec::new();
+        let mut written = kept.as_ref().map_or(0, |k| k.written);
+        let c = args.clients;
         let per_client = args.concurrent / args.clients.max(1);
-        let create_cn = concurrently(args.clients, per_client, |c, n| {
-            let client = client.clone();
-            async move { client.create(2_000_000 + c * per_client + n).await }
-        })
-        .await;
-        // Consignments with known ids for the Update and Add runs, one per client.
-        let targets: Vec<(String, String)> = (0..args.clients.max(1))
-            .map(|c| {
-                (
-                    format!("urn:uuid:{}", uuid::Uuid::new_v4()),
-                    format!("BENCH-TARGET-{c}"),
-                )
-            })
-            .collect();
-        for (n, (g, i)) in targets.iter().enumerate() {
-            client.change("Create", g, i, n).await;
-        }
-        let (update_c1, _) = sequentially(args.changes, |n| {
-            let (g, i) = &targets[0];
-            client.change("Update", g, i, n)
-        })
-        .await;
-        let changes_per_client = args.changes / args.clients.max(1);
-        let update_cn = concurrently(args.clients, changes_per_client, |c, n| {
-            let client = client.clone();
-            let (g, i) = targets[c].clone();
-            async move { client.change("Update", &g, &i, n).await }
-        })
-        .await;
-        let (add_c1, _) = sequentially(args.changes, |n| client.add_event(&targets[0].0, n)).await;
-        let add_cn = concurrently(args.clients, changes_per_client, |c, n| {
-            let client = client.clone();
-            let g = targets[c].0.clone();
-            async move { client.add_event(&g, n).await }
-        })
-        .await;
-        eprintln!(
-            "[{:>6.1} s] filling up to {} consignments",
-            started.elapsed().as_secs_f64(),
-            args.consignments
-        );
-        let loaded = 200 + args.sequential + per_client * args.clients + targets.len();
-        if args.consignments > loaded {
-            let per = (args.consignments - loaded).div_ceil(args.clients.max(1));
-            concurrently(args.clients, per, |c, n| {
+        let loaded = 200 + args.sequential + per_client * args.clients + args.clients.max(1);
+        let consignments = match &kept {
+            Some(k) => k.consignments,
+            None => args.consignments.max(loaded) + 1,
+        };
+        if kept.is_none() {
+            for n in 0..200 {
+                client.create(n).await;
+            }
+            eprintln!("[{:>6.1} s] inbox runs", started.elapsed().as_secs_f64());
+            let (create_c1, w) =
+                sequentially(args.sequential, |n| client.create(1_000_000 + n)).await;
+            written = w;
+            let create_cn = concurrently(args.clients, per_client, |c, n| {
                 let client = client.clone();
-                async move { client.create_varied(c * per + n).await }
+                async move { client.create(2_000_000 + c * per_client + n).await }
             })
             .await;
-        }
-        // The newest consignment, the first row of the list, carries a document.
-        let newest = format!("urn:uuid:{}", uuid::Uuid::new_v4());
-        client.create_with_id(0, &newest).await;
-        client.add_document(0, &newest, 2_000).await;
-        if args.documents > 0 {
-            let (run, _) = sequentially(args.documents, |n| {
-                client.add_document(n + 1, &newest, args.document_bytes)
+            // Consignments with known ids for the Update and Add runs, one per client.
+            let targets: Vec<(String, String)> = (0..args.clients.max(1))
+                .map(|c| {
+                    (
+                        format!("urn:uuid:{}", uuid::Uuid::new_v4()),
+                        format!("BENCH-TARGET-{c}"),
+                    )
+                })
+                .collect();
+            for (n, (g, i)) in targets.iter().enumerate() {
+                client.change("Create", g, i, n).await;
+            }
+            let (update_c1, _) = sequentially(args.changes, |n| {
+                let (g, i) = &targets[0];
+                client.change("Update", g, i, n)
             })
             .await;
-            table.inbox(
-                &format!(
-                    "Add document ({} B data: URL), concurrency 1",
-                    args.document_bytes
-                ),
-                &run,
-                None,
+            let changes_per_client = args.changes / args.clients.max(1);
+            let update_cn = concurrently(args.clients, changes_per_client, |c, n| {
+                let client = client.clone();
+                let (g, i) = targets[c].clone();
+                async move { client.change("Update", &g, &i, n).await }
+            })
+            .await;
+            let (add_c1, _) =
+                sequentially(args.changes, |n| client.add_event(&targets[0].0, n)).await;
+            let add_cn = concurrently(args.clients, changes_per_client, |c, n| {
+                let client = client.clone();
+                let g = targets[c].0.clone();
+                async move { client.add_event(&g, n).await }
+            })
+            .await;
+            eprintln!(
+                "[{:>6.1} s] filling up to {} consignments",
+                started.elapsed().as_secs_f64(),
+                args.consignments
             );
+            if args.consignments > loaded {
+                let per = (args.consignments - loaded).div_ceil(args.clients.max(1));
+                concurrently(args.clients, per, |c, n| {
+                    let client = client.clone();
+                    async move { client.create_varied(c * per + n).await }
+                })
+                .await;
+            }
+            // The newest consignment, the first row of the list, carries a document.
+            let newest = format!("urn:uuid:{}", uuid::Uuid::new_v4());
+            client.create_with_id(0, &newest).await;
+            client.add_document(0, &newest, 2_000).await;
+            if args.documents > 0 {
+                let (run, _) = sequentially(args.documents, |n| {
+                    client.add_document(n + 1, &newest, args.document_bytes)
+                })
+                .await;
+                table.inbox(
+                    &format!(
+                        "Add document ({} B data: URL), concurrency 1",
+                        args.document_bytes
+                    ),
+                    &run,
+                    None,
+                );
+            }
+            inbox = vec![
+                ("Create, concurrency 1".into(), create_c1),
+                (format!("Create, concurrency {c}"), create_cn),
+                ("Update, concurrency 1".into(), update_c1),
+                (format!("Update, concurrency {c}"), update_cn),
+                ("Add event, concurrency 1".into(), add_c1),
+                (format!("Add event, concurrency {c}"), add_cn),
+            ];
+            if args.data_dir.is_some() {
+                let state = Loaded {
+                    api_key: client.key.clone(),
+                    email: email.into(),
+                    organization: client.org.clone(),
+                    consignments,
+                    written,
+                };
+                std::fs::write(dir.join(STATE_FILE), serde_json::to_vec(&state).unwrap()).unwrap();
+            }
         }
+        let rss_loaded = rss_mb(pid, "VmRSS:");
         eprintln!("[{:>6.1} s] reads", started.elapsed().as_secs_f64());
         let (sparql, rows) = sparql_endpoint(&client, &base, args.reads.min(20)).await;
         let reads = reads(&client, &base, args.reads).await;
@@ -983,6 +1091,11 @@ fn main() {
                 started.elapsed().as_secs_f64(),
                 args.policies
             );
+            // The routed run is compared with Creates of the same consignment just before the
+            // policies are stored: the store has grown since the first runs, and a Create's cost
+            // grows with it.
+            let n = (args.sequential / 2).max(1);
+            let (unrouted, _) = sequentially(n, |i| client.create(2_500_000 + i)).await;
             let seconds =
                 load_policies(&client, &base, OPERATOR_KEY, args.policies, args.matching).await;
             table.add(
@@ -990,28 +1103,22 @@ fn main() {
                 seconds,
                 "s",
             );
-            let n = (args.sequential / 2).max(1);
             let (run, _) = sequentially(n, |i| client.create(3_000_000 + i)).await;
-            routed = Some(run);
+            routed = Some((unrouted, run));
         }
         let rss = peak_rss_mb(pid);
-        let c = args.clients;
         Measured {
             org: client.org.clone(),
             written,
-            inbox: vec![
-                ("Create, concurrency 1".into(), create_c1),
-                (format!("Create, concurrency {c}"), create_cn),
-                ("Update, concurrency 1".into(), update_c1),
-                (format!("Update, concurrency {c}"), update_cn),
-                ("Add event, concurrency 1".into(), add_c1),
-                (format!("Add event, concurrency {c}"), add_cn),
-            ],
+            inbox,
             sparql,
             rows,
             reads,
             routed,
             rss,
+            rss_loaded,
+            rss_end: rss_mb(pid, "VmRSS:"),
+            consignments,
         }
     });
     let Measured {
@@ -1023,19 +1130,26 @@ fn main() {
         reads,
         routed,
         rss,
+        rss_loaded,
+        rss_end,
+        consignments,
     } = measured;
     child.stop();
-    let bytes = dir_bytes(dir.path());
+    let bytes = dir_bytes(&dir);
     eprintln!(
         "[{:>6.1} s] baselines on the store",
         started.elapsed().as_secs_f64()
     );
 
     let n = args.reads.min(50);
-    let raw_page = raw_page_query(dir.path(), &org, &reads.ids, n);
-    let (raw_lookup, raw_parts) = raw_view_queries(dir.path(), &org, &reads.ids[0], n);
-    let raw_aggregate = raw_sparql(dir.path(), args.reads.min(20));
-    let mut raw = raw_oxigraph(args.sequential, written.max(1) as usize);
+    let raw_page = raw_page_query(&dir, &org, &reads.ids, n);
+    let (raw_lookup, raw_parts) = raw_view_queries(&dir, &org, &reads.ids[0], n);
+    let raw_aggregate = raw_sparql(&dir, args.reads.min(20));
+    let mut raw = if inbox_rows.is_empty() {
+        Vec::new()
+    } else {
+        raw_oxigraph(args.sequential, written.max(1) as usize)
+    };
     let raw_total: Duration = raw.iter().sum();
     raw.sort();
     let raw_per_s = raw.len() as f64 / raw_total.as_secs_f64();
@@ -1047,8 +1161,7 @@ fn main() {
                 .then_some((raw_name.as_str(), raw_per_s, raw_p50));
         table.inbox(name, run, baseline);
     }
-    let create_c1 = &inbox_rows[0].1;
-    if let Some(run) = &routed {
+    if let Some((unrouted, run)) = &routed {
         table.compared(
             format!(
                 "Create p50 with {} policies ({} matching)",
@@ -1056,8 +1169,8 @@ fn main() {
             ),
             run.p50,
             "ms",
-            "Create p50 without policies",
-            create_c1.p50,
+            "Create p50 just before the policies were stored",
+            unrouted.p50,
         );
         table.add("  of which routing (mean)", run.route, "ms");
     }
@@ -1102,9 +1215,9 @@ fn main() {
         "ms",
     );
     table.add("node peak RSS (VmHWM)", rss, "MB");
-    let total = args
-        .consignments
-        .max(200 + args.sequential + args.concurrent);
+    table.add("node RSS once loaded (VmRSS)", rss_loaded, "MB");
+    table.add("node RSS at the end (VmRSS)", rss_end, "MB");
+    let total = consignments;
     table.add(
         "data dir per 1,000 consignments",
         bytes as f64 / 1e6 / (total as f64 / 1000.0),
