@@ -56,8 +56,17 @@ struct ImportArgs {
     input: Option<PathBuf>,
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
+    // Before the runtime starts its threads (each would get an allocator arena of its own).
+    dataspace_node::store::memory::tune_allocator();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the async runtime")
+        .block_on(cli())
+}
+
+async fn cli() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -31,6 +31,10 @@ struct Args {
     /// Requests per read measurement.
     #[arg(long, default_value_t = 200)]
     reads: usize,
+    /// Requests of the SPARQL aggregate (through the endpoint, and raw on the store); by
+    /// default `--reads`, at most 20. Over 100,000 consignments each takes seconds.
+    #[arg(long)]
+    sparql_reads: Option<usize>,
     /// Sharing policies stored (through HTTP) after the reads, before a second Create run that
     /// measures routing. Two of them match the benchmark consignment (a KE border agency, the
     /// KEMBA terminal); the rest name other
@@ -180,6 +184,14 @@ impl Client {
 
     /// A consignment entering at one of a few ports on one of 365 days (the fill-up for the
     /// read measurements, so that aggregates have groups).
+    /// The benchmark consignment with another port of arrival.
+    async fn create_to_port(&self, n: usize, port: &str) -> Sample {
+        let mut activity = self.consignment(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()));
+        activity["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
+            ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!(port);
+        self.post(&activity).await
+    }
+
     async fn create_varied(&self, n: usize) -> Sample {
         let mut activity = self.consignment(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()));
         let arrival = &mut activity["object"]["atArrivalTransportMovement"]["arrivalEvent"][0];
@@ -237,6 +249,9 @@ impl Client {
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1e3
 }
@@ -328,6 +343,8 @@ fn p50(mut lat: Vec<Duration>) -> f64 {
 struct Reads {
     list_first: f64,
     list_deep: f64,
+    /// Pages read once each (walking on from the deep cursor): rows not cached yet.
+    list_cold: f64,
     view: f64,
     events: f64,
     documents: f64,
@@ -360,6 +377,19 @@ async fn reads(client: &Client, base: &str, n: usize) -> Reads {
     if let Some(c) = &cursor {
         out.list_deep = timed(format!("{list}&cursor={c}")).await;
     }
+    let mut walk = cursor.clone();
+    let mut cold = Vec::new();
+    for _ in 0..n.min(100) {
+        let Some(c) = &walk else { break };
+        let (t, page) = timed_get(client, &format!("{list}&cursor={c}")).await;
+        cold.push(t);
+        walk = page["cursor"].as_str().map(str::to_owned);
+    }
+    if !cold.is_empty() {
+        // The first is the deep page, read many times above.
+        cold.remove(0);
+    }
+    out.list_cold = if cold.is_empty() { f64::NAN } else { p50(cold) };
     let one = format!("{base}/supply-chain/data-space/consignments/{id}");
     out.view = timed(one.clone()).await;
     out.events = timed(format!("{one}/events")).await;
@@ -694,6 +724,7 @@ const OPERATOR_KEY: &str = "bench-operator-key-0123456789";
 
 /// The child: the node under test, on a data dir, until SIGTERM. Prints its address.
 fn serve_node(dir: &std::path::Path) {
+    dataspace_node::store::memory::tune_allocator();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -828,6 +859,7 @@ struct Measured {
     rss: f64,
     /// Resident memory once the load finished (before the reads), and at the end.
     rss_loaded: f64,
+    rss_rest: f64,
     rss_end: f64,
     /// Consignments in the store.
     consignments: usize,
@@ -908,6 +940,7 @@ fn main() {
     let kept: Option<Loaded> = std::fs::read(dir.join(STATE_FILE))
         .ok()
         .map(|b| serde_json::from_slice(&b).expect("a readable bench-state.json"));
+    let sparql_reads = args.sparql_reads.unwrap_or(args.reads.min(20)).max(1);
     let started = Instant::now();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--serve-node")
@@ -980,7 +1013,7 @@ fn main() {
         let c = args.clients;
         let per_client = args.concurrent / args.clients.max(1);
         let loaded = 200 + args.sequential + per_client * args.clients + args.clients.max(1);
-        let consignments = match &kept {
+        let mut consignments = match &kept {
             Some(k) => k.consignments,
             None => args.consignments.max(loaded) + 1,
         };
@@ -1068,20 +1101,45 @@ fn main() {
                 ("Add event, concurrency 1".into(), add_c1),
                 (format!("Add event, concurrency {c}"), add_cn),
             ];
-            if args.data_dir.is_some() {
-                let state = Loaded {
-                    api_key: client.key.clone(),
-                    email: email.into(),
-                    organization: client.org.clone(),
-                    consignments,
-                    written,
-                };
-                std::fs::write(dir.join(STATE_FILE), serde_json::to_vec(&state).unwrap()).unwrap();
-            }
+        } else if args.consignments > consignments {
+            // A kept store grows to --consignments: memory after a load on a large store
+            // without loading it all again.
+            eprintln!(
+                "[{:>6.1} s] adding {} consignments to the kept store",
+                started.elapsed().as_secs_f64(),
+                args.consignments - consignments
+            );
+            let per = (args.consignments - consignments).div_ceil(args.clients.max(1));
+            let from = consignments;
+            concurrently(args.clients, per, |c, n| {
+                let client = client.clone();
+                async move { client.create_varied(from + c * per + n).await }
+            })
+            .await;
+            consignments += per * args.clients.max(1);
+        }
+        if args.data_dir.is_some() {
+            let state = Loaded {
+                api_key: client.key.clone(),
+                email: email.into(),
+                organization: client.org.clone(),
+                consignments,
+                written,
+            };
+            std::fs::write(dir.join(STATE_FILE), serde_json::to_vec(&state).unwrap()).unwrap();
         }
         let rss_loaded = rss_mb(pid, "VmRSS:");
+        // At rest: within 30 s of the last write the node flushes what is left and hands the
+        // allocator's free memory back (store::memory).
+        if kept
+            .as_ref()
+            .is_none_or(|k| args.consignments > k.consignments)
+        {
+            tokio::time::sleep(Duration::from_secs(35)).await;
+        }
+        let rss_rest = rss_mb(pid, "VmRSS:");
         eprintln!("[{:>6.1} s] reads", started.elapsed().as_secs_f64());
-        let (sparql, rows) = sparql_endpoint(&client, &base, args.reads.min(20)).await;
+        let (sparql, rows) = sparql_endpoint(&client, &base, sparql_reads).await;
         let reads = reads(&client, &base, args.reads).await;
 
         let mut routed = None;
@@ -1091,11 +1149,7 @@ fn main() {
                 started.elapsed().as_secs_f64(),
                 args.policies
             );
-            // The routed run is compared with Creates of the same consignment just before the
-            // policies are stored: the store has grown since the first runs, and a Create's cost
-            // grows with it.
             let n = (args.sequential / 2).max(1);
-            let (unrouted, _) = sequentially(n, |i| client.create(2_500_000 + i)).await;
             let seconds =
                 load_policies(&client, &base, OPERATOR_KEY, args.policies, args.matching).await;
             table.add(
@@ -1103,8 +1157,18 @@ fn main() {
                 seconds,
                 "s",
             );
-            let (run, _) = sequentially(n, |i| client.create(3_000_000 + i)).await;
-            routed = Some((unrouted, run));
+            // Routed Creates (Santos → Mombasa: the matching policies grant and notify) and
+            // Creates to a port no policy names (Hong Kong: the index is asked, nothing
+            // matches), taken in turns so both see the same store: a Create's cost moves with
+            // the store's size and its compactions.
+            let t = Instant::now();
+            let (mut matched, mut unmatched) = (Vec::new(), Vec::new());
+            for i in 0..n {
+                matched.push(client.create(3_000_000 + i).await);
+                unmatched.push(client.create_to_port(3_500_000 + i, "HKHKG").await);
+            }
+            let wall = t.elapsed() / 2;
+            routed = Some((run_of(&unmatched, wall), run_of(&matched, wall)));
         }
         let rss = peak_rss_mb(pid);
         Measured {
@@ -1117,6 +1181,7 @@ fn main() {
             routed,
             rss,
             rss_loaded,
+            rss_rest,
             rss_end: rss_mb(pid, "VmRSS:"),
             consignments,
         }
@@ -1131,6 +1196,7 @@ fn main() {
         routed,
         rss,
         rss_loaded,
+        rss_rest,
         rss_end,
         consignments,
     } = measured;
@@ -1144,7 +1210,7 @@ fn main() {
     let n = args.reads.min(50);
     let raw_page = raw_page_query(&dir, &org, &reads.ids, n);
     let (raw_lookup, raw_parts) = raw_view_queries(&dir, &org, &reads.ids[0], n);
-    let raw_aggregate = raw_sparql(&dir, args.reads.min(20));
+    let raw_aggregate = raw_sparql(&dir, sparql_reads);
     let mut raw = if inbox_rows.is_empty() {
         Vec::new()
     } else {
@@ -1169,7 +1235,7 @@ fn main() {
             ),
             run.p50,
             "ms",
-            "Create p50 just before the policies were stored",
+            "Create p50, same time, a port no policy names",
             unrouted.p50,
         );
         table.add("  of which routing (mean)", run.route, "ms");
@@ -1191,6 +1257,13 @@ fn main() {
             raw_page,
         );
     }
+    table.compared(
+        "list page (limit 50), each page read once: p50",
+        reads.list_cold,
+        "ms",
+        page,
+        raw_page,
+    );
     let view_raw = raw_lookup + raw_parts;
     let raw_view_name = "raw SPARQL look-up by aig id + parts";
     table.compared("view: p50", reads.view, "ms", raw_view_name, view_raw);
@@ -1215,7 +1288,8 @@ fn main() {
         "ms",
     );
     table.add("node peak RSS (VmHWM)", rss, "MB");
-    table.add("node RSS once loaded (VmRSS)", rss_loaded, "MB");
+    table.add("node RSS right after the load (VmRSS)", rss_loaded, "MB");
+    table.add("node RSS at rest, 35 s after the load", rss_rest, "MB");
     table.add("node RSS at the end (VmRSS)", rss_end, "MB");
     let total = consignments;
     table.add(

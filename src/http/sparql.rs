@@ -139,8 +139,12 @@ async fn answer(
     let work = tokio::task::spawn_blocking(move || {
         let answer = worker
             .sparql
-            .run(&caller, scope, parsed, &protocol, cancel)?;
-        serialize(answer, media_type)
+            .run(&caller, scope, parsed, &protocol, cancel)
+            .and_then(|answer| serialize(answer, media_type));
+        // An analyst's aggregate can hold hundreds of MB of joins; once it is done, that
+        // memory goes back to the OS instead of staying with the allocator.
+        crate::store::memory::release_free();
+        answer
     });
     let bytes = tokio::select! {
         done = work => done?,

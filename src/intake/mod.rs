@@ -263,6 +263,7 @@ impl Intake {
                 if !*created || entry.failed() {
                     return;
                 }
+                self.listing.rows.changed(effects.touched());
                 if activity.kind == Kind::Create {
                     if let Some(ms) = listing::millis(&now) {
                         self.listing

@@ -377,6 +377,7 @@ impl Apply<'_> {
             identifier,
             ..old
         };
+        effects.touch(&record.aig_hex);
         let (object, rest) = self.split(&record.consignment.clone().into());
         let mut w = Writer { tx, written: 0 };
         w.triples(&object, &record.graph);
@@ -413,6 +414,8 @@ impl Apply<'_> {
                 "no consignment with globalId {target_key:?} is available to your organisation"
             ))));
         };
+        // Its update time (and maybe its status) moves.
+        effects.touch(&record.aig_hex);
         let object = self.activity.object();
         let kind = match object.get("type").and_then(Value::as_str) {
             Some("Document") => "Document",

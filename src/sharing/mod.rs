@@ -56,9 +56,20 @@ pub struct Effects {
     policy_added: Option<Policy>,
     policy_removed: Option<String>,
     routing: std::time::Duration,
+    /// Records (aig hex) whose list row the write changed: their cached rows go.
+    touched: Vec<String>,
 }
 
 impl Effects {
+    /// Notes that the write changes the list row of record `aig_hex`.
+    pub fn touch(&mut self, aig_hex: &str) {
+        self.touched.push(aig_hex.to_owned());
+    }
+
+    pub fn touched(&self) -> impl Iterator<Item = &str> {
+        self.touched.iter().map(String::as_str)
+    }
+
     /// Time spent routing (reported in `Server-Timing`).
     pub fn routing_time(&self) -> std::time::Duration {
         self.routing

@@ -7,6 +7,7 @@
 
 pub mod backup;
 pub mod graphs;
+pub mod memory;
 pub mod queries;
 
 use std::path::Path;
@@ -105,6 +106,8 @@ impl Store {
             .elapsed();
         if writes >= FLUSH_AFTER_WRITES || (writes > 0 && since >= FLUSH_AFTER) {
             self.flush()?;
+            // The flushed memtables were freed; without this the allocator keeps their pages.
+            memory::release_free();
             return Ok(true);
         }
         Ok(false)

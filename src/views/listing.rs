@@ -19,6 +19,8 @@ pub type Key = (i64, String);
 #[derive(Default)]
 pub struct Listing {
     by_org: RwLock<HashMap<String, Keys>>,
+    /// The rows of the lists, as recently read.
+    pub rows: super::rows::Rows,
 }
 
 #[derive(Default)]

@@ -535,3 +535,34 @@ async fn the_list_order_survives_a_restart() {
         .await;
     assert_eq!(ids(ok_json(r).await), vec!["R-2", "R-1"]);
 }
+
+/// List rows are kept in memory between reads (views::rows): every change to a consignment
+/// must show in the next list read, for the publisher and for whoever else lists it.
+#[tokio::test]
+async fn list_rows_follow_updates_and_additions() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let first = ok_json(trader.get(&node, LIST).await).await["entities"][0].clone();
+    // Read twice: the second read is served from memory.
+    let again = ok_json(trader.get(&node, LIST).await).await["entities"][0].clone();
+    assert_eq!(first, again);
+    assert_eq!(first["portOfEntryCode"], "KEMBA");
+
+    trader.publish_example(&node, "update-consignment").await;
+    let updated = ok_json(trader.get(&node, LIST).await).await["entities"][0].clone();
+    assert_eq!(updated["aigId"], first["aigId"]);
+    assert_eq!(updated["portOfEntryCode"], "TZDAR");
+    assert_eq!(updated["portOfEntryCountryId"], "TZ");
+    assert_ne!(updated["dateUpdated"], first["dateUpdated"]);
+    assert_eq!(updated["dateCreated"], first["dateCreated"]);
+
+    trader.publish_example(&node, "add-event").await;
+    let added = ok_json(trader.get(&node, LIST).await).await["entities"][0].clone();
+    assert_eq!(added["latestStatus"]["name"], "tlip:vessel-departed");
+    assert_ne!(added["dateUpdated"], updated["dateUpdated"]);
+    // The list agrees with the view, which is never cached.
+    let id = added["aigId"].as_str().unwrap();
+    let view = ok_json(trader.get(&node, &format!("{LIST}/{id}")).await).await;
+    assert_eq!(view["updated"], added["dateUpdated"]);
+}

@@ -1,0 +1,150 @@
+//! List rows kept in memory between reads. A row is read from the store with one point
+//! look-up per fact (six seeks over RocksDB's levels: ~20 ms for a 50-row page at 100,000
+//! consignments, docs/PERFORMANCE.md); the pages callers read again and again (the first ones,
+//! the ones a client is paging through) are served from here instead.
+//!
+//! Correctness does not rest on invalidation timing: every record has a version, bumped under
+//! the writer lock after each commit that changes its row (`Update`, any `Add`); a cached row
+//! is served only while its version is the record's current one. A reader that read the store
+//! before a commit and caches its row after the bump caches it under the old version, which is
+//! never served. Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older
+//! dropped when the newer fills (rows read since stay in the newer one).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Rows kept at most (~1 KB each).
+pub const CAPACITY: usize = 8_192;
+
+/// One list row's facts as stored.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub aig: String,
+    pub created: String,
+    pub updated: String,
+    /// The ConsignmentSummary columns built at intake (JSON).
+    pub summary: String,
+    /// The latest supply-chain event: type code and time.
+    pub status: Option<(String, String)>,
+}
+
+#[derive(Default)]
+pub struct Rows {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Records whose row changed since start-up, with how often.
+    versions: HashMap<u128, u32>,
+    newer: HashMap<u128, (u32, Arc<Row>)>,
+    older: HashMap<u128, (u32, Arc<Row>)>,
+}
+
+/// A read's ticket: the record's version when the read started.
+#[derive(Debug, Clone, Copy)]
+pub struct Version(u32);
+
+impl Rows {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached row of record `bits`, or the version to cache a row read now under.
+    pub fn get(&self, bits: u128) -> Result<Arc<Row>, Version> {
+        let mut state = self.state();
+        let current = state.versions.get(&bits).copied().unwrap_or(0);
+        if let Some((v, row)) = state.newer.get(&bits) {
+            if *v == current {
+                return Ok(row.clone());
+            }
+        }
+        if let Some((v, row)) = state.older.remove(&bits) {
+            if v == current {
+                state.insert(bits, v, row.clone());
+                return Ok(row);
+            }
+        }
+        Err(Version(current))
+    }
+
+    /// Caches a row read from the store after [`Rows::get`] answered `version`.
+    pub fn put(&self, bits: u128, version: Version, row: Row) -> Arc<Row> {
+        let row = Arc::new(row);
+        let mut state = self.state();
+        if state.versions.get(&bits).copied().unwrap_or(0) == version.0 {
+            state.insert(bits, version.0, row.clone());
+        }
+        row
+    }
+
+    /// Records whose rows a commit changed (aig hex). Under the writer lock, after the commit.
+    pub fn changed<'a>(&self, records: impl IntoIterator<Item = &'a str>) {
+        let mut state = self.state();
+        for hex in records {
+            if let Some(bits) = super::listing::id_bits(hex) {
+                *state.versions.entry(bits).or_default() += 1;
+                state.newer.remove(&bits);
+                state.older.remove(&bits);
+            }
+        }
+    }
+}
+
+impl State {
+    fn insert(&mut self, bits: u128, version: u32, row: Arc<Row>) {
+        if self.newer.len() >= CAPACITY / 2 {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.newer.insert(bits, (version, row));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(summary: &str) -> Row {
+        Row {
+            aig: "aig:x".into(),
+            created: String::new(),
+            updated: String::new(),
+            summary: summary.into(),
+            status: None,
+        }
+    }
+
+    const HEX: &str = "000000000000000000000000000000ff";
+
+    #[test]
+    fn a_row_read_before_a_change_is_never_served_after_it() {
+        let rows = Rows::default();
+        let bits = 0xff;
+        let ticket = rows.get(bits).unwrap_err();
+        rows.put(bits, ticket, row("v0"));
+        assert_eq!(rows.get(bits).unwrap().summary, "v0");
+
+        // A reader starts, the record changes, the reader caches what it read before.
+        let stale = rows.get(bits).map(|_| ()).err();
+        assert!(stale.is_none(), "served from the cache");
+        let ticket = Version(0);
+        rows.changed([HEX]);
+        rows.put(bits, ticket, row("stale"));
+        let fresh = rows.get(bits).expect_err("the stale row is not served");
+        rows.put(bits, fresh, row("v1"));
+        assert_eq!(rows.get(bits).unwrap().summary, "v1");
+    }
+
+    #[test]
+    fn bounded_and_recently_read_rows_survive() {
+        let rows = Rows::default();
+        for bits in 0..CAPACITY as u128 * 2 {
+            let v = rows.get(bits).unwrap_err();
+            rows.put(bits, v, row(""));
+            // Record 0 is read all along: it stays.
+            assert!(rows.get(0).is_ok(), "at {bits}");
+        }
+        let state = rows.state();
+        assert!(state.newer.len() + state.older.len() <= CAPACITY);
+    }
+}
