@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{instant, summary_row, Item, ListPlan, Page, Part, Parts, Read, Views, Visible};
+use super::{instant, Item, ListPlan, Page, Part, Parts, Read, Views, Visible};
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::store::graphs;
@@ -185,7 +185,7 @@ impl Views {
         });
         if owner == publisher {
             if let Some(summary) = self.summary_row_of(&publisher, &aig)? {
-                out["summary"] = summary_row(&summary);
+                out["summary"] = Arc::unwrap_or_clone(summary);
             }
             out["payload"] = parts.payload.unwrap_or(Value::Null);
         }
