@@ -137,13 +137,17 @@ async fn answer(
     // Evaluation and serialisation are store reads and CPU work.
     let worker = node.clone();
     let work = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
         let answer = worker
             .sparql
             .run(&caller, scope, parsed, &protocol, cancel)
             .and_then(|answer| serialize(answer, media_type));
         // An analyst's aggregate can hold hundreds of MB of joins; once it is done, that
-        // memory goes back to the OS instead of staying with the allocator.
-        crate::store::memory::release_free();
+        // memory goes back to the OS instead of staying with the allocator. Quick queries
+        // hold little, and trimming walks every arena: not after those.
+        if started.elapsed() >= std::time::Duration::from_millis(200) {
+            crate::store::memory::release_free();
+        }
         answer
     });
     let bytes = tokio::select! {
