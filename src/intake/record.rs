@@ -25,7 +25,7 @@ use crate::documents::{Content, Earlier, Revision};
 use crate::error::{Error, Result};
 use crate::jsonld::Expansion;
 use crate::sharing::policy::Facts;
-use crate::sharing::{Effects, Routed, Sharing};
+use crate::sharing::{readable, Effects, Routed, Sharing};
 use crate::store::{graphs, Queries};
 use crate::views::codes::CodeLists;
 use crate::vocab::{dsn, unece, xsd};
@@ -307,6 +307,7 @@ impl Apply<'_> {
         );
         self.activity_graph(&mut w, &rest, &record)?;
         let written = w.written;
+        readable::contribution_added(tx, &record.consignment, aig, self.org())?;
         self.route(tx, &record, &now, &now, effects)?;
         Ok(Ok(written))
     }
@@ -448,9 +449,11 @@ impl Apply<'_> {
         };
         if record.publisher != self.org() {
             // A circle member's contribution: the views find its graph through this.
-            if Sharing::add_contributor(tx, &record.consignment, self.org())?
-                && self.sharing.is_remote(&record.publisher)
-            {
+            let first = Sharing::add_contributor(tx, &record.consignment, self.org())?;
+            if first {
+                readable::contribution_added(tx, &record.consignment, &record.aig_hex, self.org())?;
+            }
+            if first && self.sharing.is_remote(&record.publisher) {
                 let created = self.created_of(tx, &record)?;
                 let routed = self.routed(&record, &created);
                 self.sharing

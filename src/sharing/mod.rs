@@ -19,6 +19,7 @@
 pub mod index;
 pub mod notifications;
 pub mod policy;
+pub mod readable;
 mod remote;
 mod upgrade;
 
@@ -148,6 +149,13 @@ impl Sharing {
         cursor_key: &[u8],
     ) -> Result<Self> {
         upgrade::run(&store, &queries)?;
+        let marked = readable::rebuild(&store)?;
+        if marked > 0 {
+            tracing::info!(
+                graphs = marked,
+                "readable-graph markers written for the SPARQL endpoint"
+            );
+        }
         let mut policies = PolicySet::default();
         queries.each(&store, "policies", &[], |row| {
             match text(&row, "state").map(|s| serde_json::from_str::<Policy>(&s)) {
@@ -391,6 +399,9 @@ impl Sharing {
                     )?;
                     if !remains {
                         tx.remove(&quad(record.clone(), dsn("sharedWith"), org.clone()));
+                        if let Some(hex) = readable::aig_hex(record) {
+                            readable::member_removed(tx, record, hex, org.as_str())?;
+                        }
                         if let (Some(aig), Some(ms)) = (
                             text(&row, "aig"),
                             text(&row, "created").and_then(|c| listing::millis(&c)),
@@ -455,6 +466,7 @@ impl Sharing {
                 continue;
             }
             tx.insert(&member);
+            readable::member_added(tx, c.consignment, c.aig_hex, &org)?;
             notified.insert(org.clone());
             if self.federation.is_remote(&org) {
                 // The grant above is what the provider checks when the partner node pulls.

@@ -140,6 +140,7 @@ impl Sharing {
                     return Ok(effects);
                 }
                 tx.insert(&member);
+                super::readable::member_added(tx, &record, &n.aig_hex, to.as_str())?;
                 let note = json!({
                     "id": null,
                     "type": "ConsignmentShared",
@@ -180,7 +181,7 @@ impl Sharing {
                 ));
             }
             tx.insert(&quad(record.clone(), dsn("contributor"), actor));
-            Ok(())
+            super::readable::contribution_added(tx, &record, &n.aig_hex, &n.actor)
         })
     }
 

@@ -28,7 +28,7 @@
 use spargebra::algebra::{
     AggregateExpression, Expression, Function, GraphPattern, OrderExpression, QueryDataset,
 };
-use spargebra::term::{NamedNodePattern, TermPattern, TriplePattern, Variable};
+use spargebra::term::{NamedNode, NamedNodePattern, TermPattern, TriplePattern, Variable};
 use spargebra::Query;
 
 /// The functions the rewritten query calls; bound to the caller's graph sets at evaluation.
@@ -72,13 +72,36 @@ pub fn requested(query: &Query) -> Requested {
     }
 }
 
+/// Where a caller's readable graphs are written down as quads (`sharing::readable`): the
+/// graph holding them and the pattern `?graph <predicate> <object>` that lists them.
+#[derive(Debug, Clone)]
+pub struct Markers {
+    pub graph: NamedNode,
+    pub predicate: NamedNode,
+    pub object: NamedNode,
+}
+
+/// The markers of the default graph and of the named graphs, when the dataset is everything
+/// the caller may read (not narrowed by `FROM` / `FROM NAMED`).
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    pub default: Option<Markers>,
+    pub named: Option<Markers>,
+}
+
 /// Rewrites `query`, dropping its dataset clause (read it first with [`requested`]).
 /// `is_readable_named` answers for constant `GRAPH <iri>` names.
-pub fn rewrite(query: Query, is_readable_named: &dyn Fn(&str) -> bool) -> Result<Query, Refused> {
+pub fn rewrite(
+    query: Query,
+    is_readable_named: &dyn Fn(&str) -> bool,
+    sources: &Sources,
+) -> Result<Query, Refused> {
     let mut r = Rewriter {
         fresh: 0,
         prefix: fresh_prefix(&query.to_string()),
         is_readable_named,
+        sources,
+        root: true,
     };
     Ok(match query {
         Query::Select {
@@ -125,6 +148,8 @@ pub fn rewrite(query: Query, is_readable_named: &dyn Fn(&str) -> bool) -> Result
                 _ => Vec::new(),
             };
             let inner = r.pattern(pattern, false)?;
+            // The description is joined with each described resource: not a root pattern.
+            r.root = false;
             let mut alternatives: Option<GraphPattern> = None;
             for v in described {
                 let one = GraphPattern::Extend {
@@ -219,6 +244,48 @@ fn fresh_prefix(text: &str) -> String {
 #[derive(Default)]
 struct Pending {
     items: Vec<Confined>,
+    /// Joined with something other than triple patterns and paths (a `VALUES`, a sub-query,
+    /// a `UNION`…), whose solutions may bind the items' variables.
+    mixed: bool,
+}
+
+/// Below this estimated size (sparopt's, of the most selective pattern) a group is left to
+/// the per-solution check: a selective pattern reads a few solutions, while the markers'
+/// look-up reads every marker of the caller. At and above it the group reads broadly (no
+/// constant subject; `?s a <Class>` and `?s <p> "value"` count as broad).
+const BROAD: usize = 1_000;
+
+/// `inner` joined with the caller's markers on `graph`: the markers are scanned once and
+/// hashed (the optimiser joins two sub-queries by a hash join, the smaller side built: the
+/// markers' constant pattern is estimated at 1,000, a broad group above), and each solution
+/// of `inner` is probed with its encoded graph: nothing decoded.
+fn marker_join(m: &Markers, graph: &Variable, inner: GraphPattern) -> GraphPattern {
+    let mut variables: Vec<Variable> = Vec::new();
+    inner.on_in_scope_variable(|v| {
+        if !variables.contains(v) {
+            variables.push(v.clone());
+        }
+    });
+    let markers = GraphPattern::Graph {
+        name: NamedNodePattern::NamedNode(m.graph.clone()),
+        inner: Box::new(GraphPattern::Bgp {
+            patterns: vec![TriplePattern {
+                subject: graph.clone().into(),
+                predicate: m.predicate.clone().into(),
+                object: m.object.clone().into(),
+            }],
+        }),
+    };
+    GraphPattern::Join {
+        left: Box::new(GraphPattern::Project {
+            inner: Box::new(markers),
+            variables: vec![graph.clone()],
+        }),
+        right: Box::new(GraphPattern::Project {
+            inner: Box::new(inner),
+            variables,
+        }),
+    }
 }
 
 /// A pattern moved into a graph of its own: its graph variable, the variables it binds and
@@ -230,7 +297,9 @@ struct Confined {
 }
 
 impl Pending {
-    fn apply(self, inner: GraphPattern) -> GraphPattern {
+    /// `markers`: the caller's, when this group is evaluated on its own (not per solution of
+    /// something it is joined with).
+    fn apply(self, inner: GraphPattern, markers: Option<&Markers>) -> GraphPattern {
         // Groups of items connected by shared variables (union-find on item indexes).
         let n = self.items.len();
         let mut parent: Vec<usize> = (0..n).collect();
@@ -260,6 +329,19 @@ impl Pending {
                 None => groups.push((r, vec![i])),
             }
         }
+        // One connected group of triple patterns only, reading broadly: its first graph is
+        // joined with the markers instead of checked per solution.
+        let joined_with = match markers {
+            Some(m)
+                if groups.len() == 1
+                    && !self.mixed
+                    && self.items.iter().all(|i| i.size >= BROAD) =>
+            {
+                Some(m)
+            }
+            _ => None,
+        };
+        let mut marked: Option<Variable> = None;
         let mut checks: Vec<Expression> = Vec::new();
         for (_, mut members) in groups {
             // The first most selective item first; then the others in order.
@@ -269,6 +351,10 @@ impl Pending {
             }
             for (k, &i) in members.iter().enumerate() {
                 let graph = &self.items[i].graph;
+                if k == 0 && joined_with.is_some() {
+                    marked = Some(graph.clone());
+                    continue;
+                }
                 let call = check(IN_DEFAULT, graph.clone());
                 let same = members[..k]
                     .iter()
@@ -290,7 +376,7 @@ impl Pending {
                 });
             }
         }
-        match checks
+        let checked = match checks
             .into_iter()
             .reduce(|a, b| Expression::And(Box::new(a), Box::new(b)))
         {
@@ -299,6 +385,10 @@ impl Pending {
                 expr,
                 inner: Box::new(inner),
             },
+        };
+        match (joined_with, marked) {
+            (Some(m), Some(graph)) => marker_join(m, &graph, checked),
+            _ => checked,
         }
     }
 }
@@ -350,6 +440,29 @@ struct Rewriter<'a> {
     fresh: usize,
     prefix: String,
     is_readable_named: &'a dyn Fn(&str) -> bool,
+    sources: &'a Sources,
+    /// The pattern being rewritten is evaluated on its own: not joined with a sibling, not
+    /// the right side of `OPTIONAL` / `MINUS` / `LATERAL`, not inside `EXISTS` — places where
+    /// the optimiser evaluates it once per solution of something else, which a join with the
+    /// markers (a sub-query, evaluated whole) would undo.
+    root: bool,
+}
+
+/// The smallest estimated size of the triple patterns and paths of a pattern made of them
+/// only (joined), else `None`.
+fn min_size(p: &GraphPattern) -> Option<usize> {
+    match p {
+        GraphPattern::Bgp { patterns } => patterns.iter().map(estimated_size).min(),
+        GraphPattern::Path {
+            subject, object, ..
+        } => Some(estimated_size(&TriplePattern {
+            subject: subject.clone(),
+            predicate: NamedNodePattern::Variable(Variable::new_unchecked("p")),
+            object: object.clone(),
+        })),
+        GraphPattern::Join { left, right } => Some(min_size(left)?.min(min_size(right)?)),
+        _ => None,
+    }
 }
 
 fn nothing() -> GraphPattern {
@@ -438,9 +551,45 @@ impl Rewriter<'_> {
     /// `p` with the checks of its default-graph patterns applied on top of it.
     /// `in_graph`: inside `GRAPH`, where patterns read the active (already checked) graph.
     fn pattern(&mut self, p: GraphPattern, in_graph: bool) -> Result<GraphPattern, Refused> {
+        let root = self.root;
         let mut pending = Pending::default();
         let inner = self.joined(p, in_graph, &mut pending)?;
-        Ok(pending.apply(inner))
+        let markers = self.sources.default.as_ref().filter(|_| root);
+        Ok(pending.apply(inner, markers))
+    }
+
+    /// `p` rewritten as a part evaluated per solution of something else (see `root`).
+    fn correlated(
+        &mut self,
+        p: Box<GraphPattern>,
+        in_graph: bool,
+    ) -> Result<Box<GraphPattern>, Refused> {
+        let was = std::mem::replace(&mut self.root, false);
+        let out = self.boxed(p, in_graph);
+        self.root = was;
+        out
+    }
+
+    /// A member of a join: triple patterns, paths and nested joins join the group; anything
+    /// else is evaluated against the group's solutions.
+    fn join_member(
+        &mut self,
+        p: GraphPattern,
+        in_graph: bool,
+        pending: &mut Pending,
+    ) -> Result<GraphPattern, Refused> {
+        match p {
+            GraphPattern::Bgp { .. } | GraphPattern::Path { .. } | GraphPattern::Join { .. } => {
+                self.joined(p, in_graph, pending)
+            }
+            other => {
+                pending.mixed = true;
+                let was = std::mem::replace(&mut self.root, false);
+                let out = self.joined(other, in_graph, pending);
+                self.root = was;
+                out
+            }
+        }
     }
 
     /// `p`, leaving the checks of default-graph patterns that are joined (directly or through
@@ -487,18 +636,31 @@ impl Rewriter<'_> {
                         nothing()
                     }
                 }
-                NamedNodePattern::Variable(v) => GraphPattern::Filter {
-                    expr: check(IN_NAMED, v.clone()),
-                    inner: Box::new(GraphPattern::Graph {
-                        name: NamedNodePattern::Variable(v),
+                NamedNodePattern::Variable(v) => {
+                    let markers = self
+                        .sources
+                        .named
+                        .as_ref()
+                        .filter(|_| self.root)
+                        .filter(|_| min_size(&inner).is_some_and(|s| s >= BROAD))
+                        .cloned();
+                    let graph = GraphPattern::Graph {
+                        name: NamedNodePattern::Variable(v.clone()),
                         inner: self.boxed(inner, true)?,
-                    }),
-                },
+                    };
+                    match markers {
+                        Some(m) => marker_join(&m, &v, graph),
+                        None => GraphPattern::Filter {
+                            expr: check(IN_NAMED, v),
+                            inner: Box::new(graph),
+                        },
+                    }
+                }
             },
             GraphPattern::Service { .. } => return Err(Refused::Service),
             GraphPattern::Join { left, right } => GraphPattern::Join {
-                left: Box::new(self.joined(*left, in_graph, pending)?),
-                right: Box::new(self.joined(*right, in_graph, pending)?),
+                left: Box::new(self.join_member(*left, in_graph, pending)?),
+                right: Box::new(self.join_member(*right, in_graph, pending)?),
             },
             GraphPattern::LeftJoin {
                 left,
@@ -506,14 +668,14 @@ impl Rewriter<'_> {
                 expression,
             } => GraphPattern::LeftJoin {
                 left: self.boxed(left, in_graph)?,
-                right: self.boxed(right, in_graph)?,
+                right: self.correlated(right, in_graph)?,
                 expression: expression
                     .map(|e| self.expression(e, in_graph))
                     .transpose()?,
             },
             GraphPattern::Lateral { left, right } => GraphPattern::Lateral {
                 left: self.boxed(left, in_graph)?,
-                right: self.boxed(right, in_graph)?,
+                right: self.correlated(right, in_graph)?,
             },
             GraphPattern::Filter { expr, inner } => GraphPattern::Filter {
                 expr: self.expression(expr, in_graph)?,
@@ -534,7 +696,7 @@ impl Rewriter<'_> {
             },
             GraphPattern::Minus { left, right } => GraphPattern::Minus {
                 left: self.boxed(left, in_graph)?,
-                right: self.boxed(right, in_graph)?,
+                right: self.correlated(right, in_graph)?,
             },
             GraphPattern::Values {
                 variables,
@@ -634,7 +796,7 @@ impl Rewriter<'_> {
         use Expression as E;
         Ok(match e {
             E::NamedNode(_) | E::Literal(_) | E::Variable(_) | E::Bound(_) => e,
-            E::Exists(p) => E::Exists(self.boxed(p, in_graph)?),
+            E::Exists(p) => E::Exists(self.correlated(p, in_graph)?),
             E::Or(a, b) => E::Or(self.boxed_expr(a, in_graph)?, self.boxed_expr(b, in_graph)?),
             E::And(a, b) => E::And(self.boxed_expr(a, in_graph)?, self.boxed_expr(b, in_graph)?),
             E::Equal(a, b) => {
@@ -689,7 +851,9 @@ mod tests {
     fn rewritten(q: &str) -> String {
         let query = SparqlParser::new().parse_query(q).unwrap();
         let readable = |g: &str| g == "urn:ok";
-        rewrite(query, &readable).unwrap().to_string()
+        rewrite(query, &readable, &Sources::default())
+            .unwrap()
+            .to_string()
     }
 
     #[test]
@@ -707,7 +871,9 @@ mod tests {
         let query = SparqlParser::new()
             .parse_query("SELECT ?s WHERE { ?s <urn:p> ?o . ?s <urn:q> ?x . ?x <urn:r> ?y }")
             .unwrap();
-        let sse = rewrite(query, &|_| false).unwrap().to_sse();
+        let sse = rewrite(query, &|_| false, &Sources::default())
+            .unwrap()
+            .to_sse();
         // One filter over the flat join of the three graph patterns (the optimiser orders the
         // join as it would the caller's BGP): no filter between joins.
         let filter = sse.find("(filter").expect(&sse);
@@ -764,7 +930,9 @@ mod tests {
                  FILTER NOT EXISTS { ?s <urn:e> ?e } }",
             )
             .unwrap();
-        let sse = rewrite(query, &|_| false).unwrap().to_sse();
+        let sse = rewrite(query, &|_| false, &Sources::default())
+            .unwrap()
+            .to_sse();
         // (The filter's EXISTS is rewritten first: ?dsn_g1.)
         assert!(
             sse.contains("(if (sameTerm ?dsn_g3 ?dsn_g2)"),
@@ -813,12 +981,85 @@ mod tests {
         assert!(!rewritten(text).contains("FROM"));
     }
 
+    fn with_markers(q: &str) -> String {
+        let m = Markers {
+            graph: NamedNode::new_unchecked("urn:marks"),
+            predicate: NamedNode::new_unchecked("urn:in"),
+            object: NamedNode::new_unchecked("urn:all"),
+        };
+        let sources = Sources {
+            default: Some(m.clone()),
+            named: Some(m),
+        };
+        let query = SparqlParser::new().parse_query(q).unwrap();
+        rewrite(query, &|_| false, &sources).unwrap().to_sse()
+    }
+
+    const MARKERS: &str = "(graph <urn:marks> (bgp (triple ";
+
+    #[test]
+    fn a_broad_group_joins_its_first_graph_with_the_markers() {
+        let sse = with_markers("SELECT ?s WHERE { ?s <urn:p> ?o . ?s <urn:q> ?x }");
+        // The markers of ?dsn_g1 joined with the group (a sub-query each: a hash join), the
+        // second graph still compared with the first, else checked.
+        assert!(
+            sse.contains(&format!(
+                "(join (project (?dsn_g1) {MARKERS}?dsn_g1 <urn:in> <urn:all>))))"
+            )),
+            "{sse}"
+        );
+        assert!(
+            !sse.contains(&format!("( <{IN_DEFAULT}> ?dsn_g1)")),
+            "{sse}"
+        );
+        assert!(
+            sse.contains(&format!(
+                "(if (sameTerm ?dsn_g2 ?dsn_g1) {TRUE} ( <{IN_DEFAULT}> ?dsn_g2))"
+            )),
+            "{sse}"
+        );
+        // GRAPH ?g over everything: the same join on ?g.
+        let sse = with_markers("SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }");
+        assert!(
+            sse.contains(&format!("(project (?g) {MARKERS}?g <urn:in> <urn:all>))))")),
+            "{sse}"
+        );
+        assert!(!sse.contains(IN_NAMED), "{sse}");
+    }
+
+    #[test]
+    fn selective_and_correlated_groups_keep_the_per_solution_check() {
+        for q in [
+            // A constant subject: a few solutions.
+            "SELECT * WHERE { <urn:s> ?p ?o }",
+            "SELECT * WHERE { GRAPH ?g { <urn:s> ?p ?o } }",
+            // Evaluated per solution of what they are joined with.
+            "SELECT * WHERE { <urn:s> <urn:p> ?o OPTIONAL { ?o ?q ?r } }",
+            "SELECT * WHERE { <urn:s> <urn:p> ?o MINUS { ?o ?q ?r } }",
+            "SELECT * WHERE { <urn:s> <urn:p> ?o FILTER EXISTS { ?o ?q ?r } }",
+            "SELECT * WHERE { <urn:s> <urn:p> ?o { ?o ?q ?r FILTER(?r != 1) } }",
+            "SELECT * WHERE { <urn:s> <urn:p> ?g GRAPH ?g { ?x ?q ?r } }",
+            // Joined with a VALUES (or anything but patterns): bound from there.
+            "SELECT * WHERE { VALUES ?s { <urn:a> } ?s ?p ?o }",
+            "DESCRIBE <urn:thing>",
+        ] {
+            let sse = with_markers(q);
+            assert!(!sse.contains("<urn:marks>"), "{q}: {sse}");
+        }
+        // Without markers (a dataset narrowed by FROM): checked as before.
+        let q = rewritten("SELECT * WHERE { ?s ?p ?o }");
+        assert!(q.contains(IN_DEFAULT), "{q}");
+    }
+
     #[test]
     fn service_is_refused_and_fresh_variables_do_not_collide() {
         let query = SparqlParser::new()
             .parse_query("SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")
             .unwrap();
-        assert_eq!(rewrite(query, &|_| true).unwrap_err(), Refused::Service);
+        assert_eq!(
+            rewrite(query, &|_| true, &Sources::default()).unwrap_err(),
+            Refused::Service
+        );
         let q = rewritten("SELECT ?dsn_g1 WHERE { ?dsn_g1 ?p ?o }");
         assert!(q.contains("?dsn_g_1"), "{q}");
     }

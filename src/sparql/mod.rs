@@ -24,7 +24,7 @@ use spargebra::SparqlParser;
 
 use crate::auth::Caller;
 use crate::error::{Error, Result};
-use crate::sharing::Sharing;
+use crate::sharing::{readable, Sharing};
 use crate::store::{graphs, Store};
 use crate::views::listing::{id_bits, Listing};
 use crate::views::Scope;
@@ -212,7 +212,21 @@ impl Sparql {
             };
         let default = narrowed(default_asked.as_ref());
         let named = narrowed(named_asked.as_ref());
-        let query = isolate::rewrite(parsed.query, &|g| named.contains(g)).map_err(
+        // Broad groups join the caller's markers instead of checking each solution; only
+        // when the dataset is all it may read (a `FROM` list is checked against that list).
+        let markers = |set: &Graphs| match set {
+            Graphs::Readable(r) => Some(isolate::Markers {
+                graph: graphs::readable(&r.key),
+                predicate: readable::predicate(),
+                object: readable::scope_marker(r.own, r.shared),
+            }),
+            Graphs::Listed(_) => None,
+        };
+        let sources = isolate::Sources {
+            default: markers(&default),
+            named: markers(&named),
+        };
+        let query = isolate::rewrite(parsed.query, &|g| named.contains(g), &sources).map_err(
             |isolate::Refused::Service| {
                 Error::invalid_field(
                     "query",

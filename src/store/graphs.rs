@@ -43,6 +43,17 @@ fn uid_key(uid: &str) -> String {
     hex::encode(&Sha256::digest(uid.as_bytes())[..16])
 }
 
+/// The contribution graphs organisation `org_key` may read, as markers the SPARQL endpoint
+/// joins with (`sharing::readable`).
+pub fn readable(org_key: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}readable:{org_key}"))
+}
+
+/// Where the markers' own bookkeeping is kept.
+pub fn readable_root() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}readable"))
+}
+
 /// One ODRL policy, in a graph of its own so deleting it is dropping the graph.
 pub fn policy(uid: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}policy:{}", uid_key(uid)))

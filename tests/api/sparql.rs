@@ -78,17 +78,26 @@ struct Setup {
     agency: Session,
 }
 
+/// The outsider's own consignment: not routed to the Kenyan agency, its port of entry is in
+/// Tanzania.
+fn outsiders_consignment(outsider: &Session) -> Value {
+    let mut other = as_org(example("create-consignment"), outsider.org());
+    other["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-00000000b0b0");
+    other["object"]["identifier"] = json!("OUTSIDER-1");
+    other["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
+        ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("TZDAR");
+    other
+}
+
 async fn setup(node: TestNode) -> Setup {
     let (_, trader, agency) = kenya_circle(&node).await;
     let outsider = Session::new(&node, "analyst@elsewhere.example").await;
     trader.publish_example(&node, "create-consignment").await;
-    let mut other = as_org(example("create-consignment"), outsider.org());
-    other["object"]["globalId"] = json!("urn:uuid:00000000-0000-4000-8000-00000000b0b0");
-    other["object"]["identifier"] = json!("OUTSIDER-1");
-    // Not routed to the agency: its port of entry is in Tanzania.
-    other["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]
-        ["occurrenceLogisticsLocation"]["identifier"]["@value"] = json!("TZDAR");
-    assert_completed(&outsider.publish(&node, &other).await);
+    assert_completed(
+        &outsider
+            .publish(&node, &outsiders_consignment(&outsider))
+            .await,
+    );
     Setup {
         node,
         trader,
@@ -506,4 +515,108 @@ async fn a_group_joins_across_graphs_only_the_graphs_the_caller_may_read() {
         .await
         .is_empty());
     assert!(rows(node, outsider, across, &[]).await.is_empty());
+}
+
+/// A broad group reads its graphs from the caller's markers (`sharing::readable`, a hash join),
+/// a correlated one (inside `OPTIONAL`) checks each solution against the in-memory circles:
+/// the two must always agree, for every organisation and scope, through sharing, a member's
+/// contribution, a revocation and a restart — and the markers themselves are never readable.
+#[tokio::test]
+async fn the_markers_and_the_per_solution_check_always_agree() {
+    let node = TestNode::start().await;
+    let operator = Operator::new(&node).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    let outsider = Session::new(&node, "analyst@elsewhere.example").await;
+    let policy = operator
+        .policy(
+            &node,
+            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    trader.publish_example(&node, "create-consignment").await;
+    agency.publish_example(&node, "add-event").await;
+    assert_completed(
+        &outsider
+            .publish(&node, &outsiders_consignment(&outsider))
+            .await,
+    );
+    let pairs = [
+        (
+            "SELECT ?s ?p ?o WHERE { ?s ?p ?o }",
+            "SELECT ?s ?p ?o WHERE { OPTIONAL { ?s ?p ?o } FILTER(BOUND(?s)) }",
+        ),
+        (
+            "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
+            "SELECT ?g (COUNT(*) AS ?n) WHERE { OPTIONAL { GRAPH ?g { ?s ?p ?o } } \
+             FILTER(BOUND(?g)) } GROUP BY ?g",
+        ),
+        (
+            "SELECT ?e ?who WHERE { ?e a unece:SupplyChainEvent ; dsn:contributor ?who }",
+            "SELECT ?e ?who WHERE { OPTIONAL { ?e a unece:SupplyChainEvent ; \
+             dsn:contributor ?who } FILTER(BOUND(?e)) }",
+        ),
+    ];
+    let sorted = |mut rows: Vec<Value>| {
+        rows.sort_by_key(|r| r.to_string());
+        rows
+    };
+    let agree = |node: TestNode, revoked: bool| {
+        let (trader, agency, outsider) = (&trader, &agency, &outsider);
+        let pairs = &pairs;
+        async move {
+            for who in [trader, agency, outsider] {
+                for scope in ["own", "shared", "all"] {
+                    for (marked, checked) in pairs {
+                        let a = sorted(rows(&node, who, marked, &[("scope", scope)]).await);
+                        let b = sorted(rows(&node, who, checked, &[("scope", scope)]).await);
+                        assert!(
+                            a == b,
+                            "{} {scope}: {marked}: {} rows through the markers, {} checked",
+                            who.org(),
+                            a.len(),
+                            b.len()
+                        );
+                    }
+                    let markers = rows(
+                        &node,
+                        who,
+                        "SELECT * WHERE { { ?g dsn:readableIn ?x } UNION \
+                         { GRAPH ?m { ?g dsn:readableIn ?x } } }",
+                        &[("scope", scope)],
+                    )
+                    .await;
+                    assert!(markers.is_empty(), "{markers:?}");
+                }
+            }
+            // Not vacuous: the agency reads the trader's description while the rule holds.
+            let shared = rows(
+                &node,
+                agency,
+                "SELECT ?code WHERE { ?x dsn:portOfEntryCode ?code }",
+                &[("scope", "shared")],
+            )
+            .await;
+            assert_eq!(shared.is_empty(), revoked, "{shared:?}");
+            let events = rows(
+                &node,
+                trader,
+                "SELECT ?e WHERE { ?e a unece:SupplyChainEvent }",
+                &[("scope", "shared")],
+            )
+            .await;
+            assert_eq!(
+                events.len(),
+                1,
+                "the agency's event, shared with the publisher"
+            );
+            node
+        }
+    };
+    let node = agree(node, false).await;
+    operator
+        .delete(&node, policy["uid"].as_str().unwrap())
+        .await;
+    let node = agree(node, true).await;
+    agree(node.restart().await, true).await;
 }

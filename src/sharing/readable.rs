@@ -1,0 +1,334 @@
+//! Which contribution graphs each organisation may read, kept in the store next to the data.
+//!
+//! The SPARQL endpoint decides per graph name which graphs a caller reads
+//! ([`crate::sparql::Readable`], from the in-memory indexes). That costs a dictionary read per
+//! solution — Oxigraph hands a check the decoded graph IRI — which over 100,000 consignments
+//! is a third more than the query itself. So the same decision is also written down as
+//! quads, one organisation per graph (`urn:dataspace-node:system:readable:<org key>`):
+//!
+//! ```turtle
+//! <contribution graph> dsn:readableIn dsn:OwnScope , dsn:AllScope .     # its own
+//! <contribution graph> dsn:readableIn dsn:SharedScope , dsn:AllScope .  # its circles'
+//! ```
+//!
+//! and a broad query joins its graphs with the caller's markers of its scope: a scan of
+//! encoded terms hashed once, where every solution is probed without decoding anything.
+//!
+//! The markers follow the events that change what `Readable` answers, in the same
+//! transaction as the data: a new contribution graph (its contributor, and everyone already
+//! in the consignment's circle), a new circle member (every contribution graph of the
+//! consignment), a member leaving (the same, removed). [`rebuild`] writes them for a store
+//! from before they existed; a test compares them with `Readable` after a sharing scenario.
+
+use oxigraph::model::{GraphName, NamedNode, NamedNodeRef, Quad, Term};
+use oxigraph::store::Transaction;
+
+use crate::error::Result;
+use crate::store::{graphs, Store};
+use crate::vocab::dsn;
+
+/// What a caller's markers are looked up by: one object per scope, so the endpoint's look-up
+/// is one constant pattern whatever the scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Own,
+    Shared,
+}
+
+pub fn predicate() -> NamedNode {
+    dsn("readableIn")
+}
+
+/// The marker object of a query scope (`own`, `shared`, `all`).
+pub fn scope_marker(own: bool, shared: bool) -> NamedNode {
+    dsn(match (own, shared) {
+        (true, false) => "OwnScope",
+        (false, true) => "SharedScope",
+        _ => "AllScope",
+    })
+}
+
+fn quads(graph: &NamedNode, org_key: &str, kind: Kind) -> [Quad; 2] {
+    let marks = GraphName::NamedNode(graphs::readable(org_key));
+    let scope = match kind {
+        Kind::Own => dsn("OwnScope"),
+        Kind::Shared => dsn("SharedScope"),
+    };
+    [
+        Quad::new(graph.clone(), predicate(), scope, marks.clone()),
+        Quad::new(graph.clone(), predicate(), dsn("AllScope"), marks),
+    ]
+}
+
+fn mark(tx: &mut Transaction<'_>, graph: &NamedNode, org_key: &str, kind: Kind) {
+    for q in quads(graph, org_key, kind) {
+        tx.insert(&q);
+    }
+}
+
+fn unmark(tx: &mut Transaction<'_>, graph: &NamedNode, org_key: &str, kind: Kind) {
+    for q in quads(graph, org_key, kind) {
+        tx.remove(&q);
+    }
+}
+
+/// The named-node objects of `record <predicate> ?o` in `graph`.
+fn objects(
+    tx: &Transaction<'_>,
+    record: &NamedNode,
+    predicate: &str,
+    graph: NamedNodeRef<'_>,
+) -> Result<Vec<String>> {
+    let p = dsn(predicate);
+    tx.quads_for_pattern(
+        Some(record.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(graph.into()),
+    )
+    .filter_map(|q| match q {
+        Ok(Quad {
+            object: Term::NamedNode(o),
+            ..
+        }) => Some(Ok(o.into_string())),
+        Ok(_) => None,
+        Err(e) => Some(Err(e.into())),
+    })
+    .collect()
+}
+
+/// The record's publisher and the organisations `predicate` names for it in the sharing graph.
+fn publisher_and(tx: &Transaction<'_>, record: &NamedNode, predicate: &str) -> Result<Vec<String>> {
+    let index = graphs::consignment_index();
+    let mut orgs = objects(tx, record, "publisher", index.as_ref())?;
+    orgs.extend(objects(tx, record, predicate, graphs::sharing().as_ref())?);
+    Ok(orgs)
+}
+
+/// The consignment's circle: its publisher and the organisations it is shared with.
+fn circle(tx: &Transaction<'_>, record: &NamedNode) -> Result<Vec<String>> {
+    publisher_and(tx, record, "sharedWith")
+}
+
+/// Every organisation with a contribution graph for the consignment: its publisher and its
+/// other contributors.
+fn contributors(tx: &Transaction<'_>, record: &NamedNode) -> Result<Vec<String>> {
+    publisher_and(tx, record, "contributor")
+}
+
+/// `org` wrote its first contribution to consignment `aig_hex` (`record`): its own, and
+/// shared with every other member of the circle. Call after the circle's quads are written.
+pub fn contribution_added(
+    tx: &mut Transaction<'_>,
+    record: &NamedNode,
+    aig_hex: &str,
+    org: &str,
+) -> Result<()> {
+    let graph = graphs::contribution(aig_hex, org);
+    let key = graphs::org_key(org);
+    mark(tx, &graph, &key, Kind::Own);
+    for member in circle(tx, record)? {
+        let member_key = graphs::org_key(&member);
+        if member_key != key {
+            mark(tx, &graph, &member_key, Kind::Shared);
+        }
+    }
+    Ok(())
+}
+
+/// `org` joined the circle of consignment `aig_hex`: every contribution graph of it that is
+/// not its own becomes readable in its shared scope.
+pub fn member_added(
+    tx: &mut Transaction<'_>,
+    record: &NamedNode,
+    aig_hex: &str,
+    org: &str,
+) -> Result<()> {
+    each_other_graph(tx, record, aig_hex, org, mark)
+}
+
+/// `org` left the circle (no grant shares the consignment with it any more).
+pub fn member_removed(
+    tx: &mut Transaction<'_>,
+    record: &NamedNode,
+    aig_hex: &str,
+    org: &str,
+) -> Result<()> {
+    each_other_graph(tx, record, aig_hex, org, unmark)
+}
+
+fn each_other_graph(
+    tx: &mut Transaction<'_>,
+    record: &NamedNode,
+    aig_hex: &str,
+    org: &str,
+    f: fn(&mut Transaction<'_>, &NamedNode, &str, Kind),
+) -> Result<()> {
+    let key = graphs::org_key(org);
+    for contributor in contributors(tx, record)? {
+        if graphs::org_key(&contributor) != key {
+            f(
+                tx,
+                &graphs::contribution(aig_hex, &contributor),
+                &key,
+                Kind::Shared,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The aig hex of a record node (`urn:dataspace-node:consignment:<hex>`).
+pub fn aig_hex(record: &NamedNode) -> Option<&str> {
+    record
+        .as_str()
+        .strip_prefix("urn:dataspace-node:consignment:")
+}
+
+/// Notes, in the store, that the markers are complete (written since the first contribution).
+fn layout() -> Quad {
+    Quad::new(
+        graphs::readable_root(),
+        dsn("markersComplete"),
+        oxigraph::model::Literal::from(true),
+        GraphName::NamedNode(graphs::readable_root()),
+    )
+}
+
+/// Writes the markers of every contribution graph in a store that has none yet (a data dir
+/// from before they existed); a store that has them costs one look-up. Returns how many
+/// graphs were marked. Blocking.
+pub fn rebuild(store: &Store) -> Result<usize> {
+    let db = store.db();
+    if db.contains(&layout())? {
+        return Ok(0);
+    }
+    let mut graph_names = Vec::new();
+    for g in db.named_graphs() {
+        if let oxigraph::model::NamedOrBlankNode::NamedNode(g) = g? {
+            if graphs::parse_contribution(g.as_str()).is_some() {
+                graph_names.push(g);
+            }
+        }
+    }
+    // In slices, so a big store is not one huge transaction; markers are only added, so a
+    // rebuild cut short is simply done again at the next start (the layout quad comes last).
+    for chunk in graph_names.chunks(2_000) {
+        store.write(|tx| {
+            for g in chunk {
+                let Some((hex, key)) = graphs::parse_contribution(g.as_str()) else {
+                    continue;
+                };
+                mark(tx, g, key, Kind::Own);
+                let record = graphs::consignment(hex);
+                for member in circle(tx, &record)? {
+                    let member_key = graphs::org_key(&member);
+                    if member_key != key {
+                        mark(tx, g, &member_key, Kind::Shared);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    store.write(|tx| {
+        tx.insert(&layout());
+        Ok(())
+    })?;
+    Ok(graph_names.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marked(store: &Store, org_key: &str) -> Vec<(String, String)> {
+        let g = graphs::readable(org_key);
+        let mut out: Vec<(String, String)> = store
+            .db()
+            .quads_for_pattern(None, None, None, Some(g.as_ref().into()))
+            .map(|q| {
+                let q = q.unwrap();
+                (q.subject.to_string(), q.object.to_string())
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A store written before the markers existed gets them at start-up, as routing and
+    /// contributions would have written them; a second start changes nothing.
+    #[test]
+    fn a_store_from_before_the_markers_gets_them_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (publisher, agency, outsider) = (
+            "did:web:node.example:org:trader",
+            "did:web:node.example:org:agency",
+            "did:web:node.example:org:outsider",
+        );
+        let hex = "00ff";
+        let record = graphs::consignment(hex);
+        let own = graphs::contribution(hex, publisher);
+        let event = graphs::contribution(hex, agency);
+        let elsewhere = graphs::contribution("0aaa", outsider);
+        let org = |o: &str| NamedNode::new_unchecked(o);
+        store
+            .write(|tx| {
+                for g in [&own, &event, &elsewhere] {
+                    tx.insert(&Quad::new(
+                        org("urn:x:s"),
+                        dsn("p"),
+                        org("urn:x:o"),
+                        GraphName::NamedNode(g.clone()),
+                    ));
+                }
+                let index = GraphName::NamedNode(graphs::consignment_index());
+                let sharing = GraphName::NamedNode(graphs::sharing());
+                tx.insert(&Quad::new(
+                    record.clone(),
+                    dsn("publisher"),
+                    org(publisher),
+                    index,
+                ));
+                tx.insert(&Quad::new(
+                    record.clone(),
+                    dsn("sharedWith"),
+                    org(agency),
+                    sharing.clone(),
+                ));
+                tx.insert(&Quad::new(
+                    record.clone(),
+                    dsn("contributor"),
+                    org(agency),
+                    sharing,
+                ));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(rebuild(&store).unwrap(), 3);
+        let scopes = |g: &NamedNode, kind: &str| {
+            vec![
+                (g.to_string(), dsn("AllScope").to_string()),
+                (g.to_string(), dsn(kind).to_string()),
+            ]
+        };
+        let trader = marked(&store, "trader");
+        let mut expected = scopes(&event, "SharedScope");
+        expected.extend(scopes(&own, "OwnScope"));
+        expected.sort();
+        assert_eq!(trader, expected);
+        let mut expected = scopes(&event, "OwnScope");
+        expected.extend(scopes(&own, "SharedScope"));
+        expected.sort();
+        assert_eq!(marked(&store, "agency"), expected);
+        assert_eq!(marked(&store, "outsider"), scopes(&elsewhere, "OwnScope"));
+        assert_eq!(rebuild(&store).unwrap(), 0, "done once");
+
+        // Afterwards the markers follow the circle: the agency leaves it.
+        store
+            .write(|tx| member_removed(tx, &record, hex, agency))
+            .unwrap();
+        assert_eq!(marked(&store, "agency"), scopes(&event, "OwnScope"));
+    }
+}
