@@ -4,7 +4,7 @@
 //! ([`crate::sparql::Readable`], from the in-memory indexes). That costs a dictionary read per
 //! solution — Oxigraph hands a check the decoded graph IRI — which over 100,000 consignments
 //! is a third more than the query itself. So the same decision is also written down as
-//! quads, one organisation per graph (`urn:dataspace-node:system:readable:<org key>`):
+//! quads, one organisation per graph (`urn:dataspace-node:system:readable:<hash of its DID>`):
 //!
 //! ```turtle
 //! <contribution graph> dsn:readableIn dsn:OwnScope , dsn:AllScope .     # its own
@@ -48,8 +48,8 @@ pub fn scope_marker(own: bool, shared: bool) -> NamedNode {
     })
 }
 
-fn quads(graph: &NamedNode, org_key: &str, kind: Kind) -> [Quad; 2] {
-    let marks = GraphName::NamedNode(graphs::readable(org_key));
+fn quads(graph: &NamedNode, org: &str, kind: Kind) -> [Quad; 2] {
+    let marks = GraphName::NamedNode(graphs::readable(org));
     let scope = match kind {
         Kind::Own => dsn("OwnScope"),
         Kind::Shared => dsn("SharedScope"),
@@ -60,14 +60,14 @@ fn quads(graph: &NamedNode, org_key: &str, kind: Kind) -> [Quad; 2] {
     ]
 }
 
-fn mark(tx: &mut Transaction<'_>, graph: &NamedNode, org_key: &str, kind: Kind) {
-    for q in quads(graph, org_key, kind) {
+fn mark(tx: &mut Transaction<'_>, graph: &NamedNode, org: &str, kind: Kind) {
+    for q in quads(graph, org, kind) {
         tx.insert(&q);
     }
 }
 
-fn unmark(tx: &mut Transaction<'_>, graph: &NamedNode, org_key: &str, kind: Kind) {
-    for q in quads(graph, org_key, kind) {
+fn unmark(tx: &mut Transaction<'_>, graph: &NamedNode, org: &str, kind: Kind) {
+    for q in quads(graph, org, kind) {
         tx.remove(&q);
     }
 }
@@ -125,12 +125,23 @@ pub fn contribution_added(
     org: &str,
 ) -> Result<()> {
     let graph = graphs::contribution(aig_hex, org);
-    let key = graphs::org_key(org);
-    mark(tx, &graph, &key, Kind::Own);
+    mark_graph(tx, &graph, org, record)
+}
+
+/// The markers of one contribution graph, written by `owner`: its own, and shared with every
+/// member of the circle whose key differs (as `sparql::Readable` decides, by the key in the
+/// graph's name).
+fn mark_graph(
+    tx: &mut Transaction<'_>,
+    graph: &NamedNode,
+    owner: &str,
+    record: &NamedNode,
+) -> Result<()> {
+    let key = graphs::org_key(owner);
+    mark(tx, graph, owner, Kind::Own);
     for member in circle(tx, record)? {
-        let member_key = graphs::org_key(&member);
-        if member_key != key {
-            mark(tx, &graph, &member_key, Kind::Shared);
+        if graphs::org_key(&member) != key {
+            mark(tx, graph, &member, Kind::Shared);
         }
     }
     Ok(())
@@ -170,7 +181,7 @@ fn each_other_graph(
             f(
                 tx,
                 &graphs::contribution(aig_hex, &contributor),
-                &key,
+                org,
                 Kind::Shared,
             );
         }
@@ -185,47 +196,64 @@ pub fn aig_hex(record: &NamedNode) -> Option<&str> {
         .strip_prefix("urn:dataspace-node:consignment:")
 }
 
-/// Notes, in the store, that the markers are complete (written since the first contribution).
+/// Notes, in the store, that the markers are complete and in this layout (one graph per
+/// organisation DID). An earlier layout's markers are dropped and written again.
 fn layout() -> Quad {
     Quad::new(
         graphs::readable_root(),
-        dsn("markersComplete"),
-        oxigraph::model::Literal::from(true),
+        dsn("markersLayout"),
+        oxigraph::model::Literal::from(2_i64),
         GraphName::NamedNode(graphs::readable_root()),
     )
 }
 
-/// Writes the markers of every contribution graph in a store that has none yet (a data dir
-/// from before they existed); a store that has them costs one look-up. Returns how many
-/// graphs were marked. Blocking.
+/// Writes the markers of every contribution graph in a store that has none in this layout
+/// (a data dir from before they existed); a store that has them costs one look-up. Returns
+/// how many graphs were marked. Blocking.
 pub fn rebuild(store: &Store) -> Result<usize> {
     let db = store.db();
     if db.contains(&layout())? {
         return Ok(0);
     }
-    let mut graph_names = Vec::new();
+    let root = graphs::readable_root();
+    let mut contributions = Vec::new();
+    let mut earlier = Vec::new();
     for g in db.named_graphs() {
         if let oxigraph::model::NamedOrBlankNode::NamedNode(g) = g? {
             if graphs::parse_contribution(g.as_str()).is_some() {
-                graph_names.push(g);
+                contributions.push(g);
+            } else if g.as_str().starts_with(root.as_str()) {
+                earlier.push(g);
             }
         }
     }
-    // In slices, so a big store is not one huge transaction; markers are only added, so a
-    // rebuild cut short is simply done again at the next start (the layout quad comes last).
-    for chunk in graph_names.chunks(2_000) {
+    // In slices, so a big store is not one huge transaction; a rebuild cut short is done
+    // again from the start at the next start (the layout quad comes last).
+    for chunk in earlier.chunks(100) {
+        store.write(|tx| {
+            for g in chunk {
+                tx.clear_graph(GraphName::NamedNode(g.clone()).as_ref())?;
+            }
+            Ok(())
+        })?;
+    }
+    for chunk in contributions.chunks(2_000) {
         store.write(|tx| {
             for g in chunk {
                 let Some((hex, key)) = graphs::parse_contribution(g.as_str()) else {
                     continue;
                 };
-                mark(tx, g, key, Kind::Own);
                 let record = graphs::consignment(hex);
-                for member in circle(tx, &record)? {
-                    let member_key = graphs::org_key(&member);
-                    if member_key != key {
-                        mark(tx, g, &member_key, Kind::Shared);
-                    }
+                // The graph's writer: the publisher or the contributor its key names.
+                let owner = contributors(tx, &record)?
+                    .into_iter()
+                    .find(|o| graphs::org_key(o) == key);
+                match owner {
+                    Some(owner) => mark_graph(tx, g, &owner, &record)?,
+                    None => tracing::warn!(
+                        graph = g.as_str(),
+                        "contribution graph of no known writer left without markers"
+                    ),
                 }
             }
             Ok(())
@@ -235,15 +263,15 @@ pub fn rebuild(store: &Store) -> Result<usize> {
         tx.insert(&layout());
         Ok(())
     })?;
-    Ok(graph_names.len())
+    Ok(contributions.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn marked(store: &Store, org_key: &str) -> Vec<(String, String)> {
-        let g = graphs::readable(org_key);
+    fn marked(store: &Store, org: &str) -> Vec<(String, String)> {
+        let g = graphs::readable(org);
         let mut out: Vec<(String, String)> = store
             .db()
             .quads_for_pattern(None, None, None, Some(g.as_ref().into()))
@@ -267,6 +295,7 @@ mod tests {
             "did:web:node.example:org:agency",
             "did:web:node.example:org:outsider",
         );
+        let partner = "did:web:partner.example:org:outsider";
         let hex = "00ff";
         let record = graphs::consignment(hex);
         let own = graphs::contribution(hex, publisher);
@@ -289,6 +318,12 @@ mod tests {
                     record.clone(),
                     dsn("publisher"),
                     org(publisher),
+                    index.clone(),
+                ));
+                tx.insert(&Quad::new(
+                    graphs::consignment("0aaa"),
+                    dsn("publisher"),
+                    org(outsider),
                     index,
                 ));
                 tx.insert(&Quad::new(
@@ -301,7 +336,21 @@ mod tests {
                     record.clone(),
                     dsn("contributor"),
                     org(agency),
+                    sharing.clone(),
+                ));
+                // A partner node's organisation with the same id segment as the outsider.
+                tx.insert(&Quad::new(
+                    record.clone(),
+                    dsn("sharedWith"),
+                    org(partner),
                     sharing,
+                ));
+                // Markers of an earlier layout (graphs named by organisation key).
+                tx.insert(&Quad::new(
+                    elsewhere.clone(),
+                    dsn("readableIn"),
+                    dsn("AllScope"),
+                    GraphName::NamedNode(org("urn:dataspace-node:system:readable:agency")),
                 ));
                 Ok(())
             })
@@ -313,7 +362,7 @@ mod tests {
                 (g.to_string(), dsn(kind).to_string()),
             ]
         };
-        let trader = marked(&store, "trader");
+        let trader = marked(&store, publisher);
         let mut expected = scopes(&event, "SharedScope");
         expected.extend(scopes(&own, "OwnScope"));
         expected.sort();
@@ -321,14 +370,28 @@ mod tests {
         let mut expected = scopes(&event, "OwnScope");
         expected.extend(scopes(&own, "SharedScope"));
         expected.sort();
-        assert_eq!(marked(&store, "agency"), expected);
-        assert_eq!(marked(&store, "outsider"), scopes(&elsewhere, "OwnScope"));
+        assert_eq!(marked(&store, agency), expected);
+        // The partner's id segment is the outsider's: its markers are its own all the same.
+        assert_eq!(marked(&store, outsider), scopes(&elsewhere, "OwnScope"));
+        let mut expected = scopes(&event, "SharedScope");
+        expected.extend(scopes(&own, "SharedScope"));
+        expected.sort();
+        assert_eq!(marked(&store, partner), expected);
+        let stale = NamedNode::new_unchecked("urn:dataspace-node:system:readable:agency");
+        assert_eq!(
+            store
+                .db()
+                .quads_for_pattern(None, None, None, Some(stale.as_ref().into()))
+                .count(),
+            0,
+            "the earlier layout's markers are gone"
+        );
         assert_eq!(rebuild(&store).unwrap(), 0, "done once");
 
         // Afterwards the markers follow the circle: the agency leaves it.
         store
             .write(|tx| member_removed(tx, &record, hex, agency))
             .unwrap();
-        assert_eq!(marked(&store, "agency"), scopes(&event, "OwnScope"));
+        assert_eq!(marked(&store, agency), scopes(&event, "OwnScope"));
     }
 }

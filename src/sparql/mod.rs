@@ -216,7 +216,7 @@ impl Sparql {
         // when the dataset is all it may read (a `FROM` list is checked against that list).
         let markers = |set: &Graphs| match set {
             Graphs::Readable(r) => Some(isolate::Markers {
-                graph: graphs::readable(&r.key),
+                graph: graphs::readable(&r.org),
                 predicate: readable::predicate(),
                 object: readable::scope_marker(r.own, r.shared),
             }),

@@ -43,10 +43,12 @@ fn uid_key(uid: &str) -> String {
     hex::encode(&Sha256::digest(uid.as_bytes())[..16])
 }
 
-/// The contribution graphs organisation `org_key` may read, as markers the SPARQL endpoint
-/// joins with (`sharing::readable`).
-pub fn readable(org_key: &str) -> NamedNode {
-    NamedNode::new_unchecked(format!("{SYSTEM}readable:{org_key}"))
+/// The contribution graphs organisation `org_did` may read, as markers the SPARQL endpoint
+/// joins with (`sharing::readable`). Named by a hash of the whole DID, not by [`org_key`]: a
+/// partner node's organisation may carry the same id segment as one of this node's, and must
+/// never add to its markers.
+pub fn readable(org_did: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}readable:{}", uid_key(org_did)))
 }
 
 /// Where the markers' own bookkeeping is kept.
