@@ -144,9 +144,10 @@ async fn answer(
             .and_then(|answer| serialize(answer, media_type));
         // An analyst's aggregate can hold hundreds of MB of joins; once it is done, that
         // memory goes back to the OS instead of staying with the allocator. Quick queries
-        // hold little, and trimming walks every arena: not after those.
+        // hold little, and trimming walks every arena: not after those — and not on the
+        // answer's path (a trim takes tens of milliseconds).
         if started.elapsed() >= std::time::Duration::from_millis(200) {
-            crate::store::memory::release_free();
+            tokio::task::spawn_blocking(crate::store::memory::release_free);
         }
         answer
     });

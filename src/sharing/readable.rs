@@ -263,6 +263,10 @@ pub fn rebuild(store: &Store) -> Result<usize> {
         tx.insert(&layout());
         Ok(())
     })?;
+    // A big rebuild fills the memtables before the node serves: written out, and their memory
+    // returned, now rather than at the first scheduled flush.
+    store.flush()?;
+    crate::store::memory::release_free();
     Ok(contributions.len())
 }
 
