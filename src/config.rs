@@ -87,6 +87,12 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_SPARQL_MAX_ROWS", default_value_t = 10_000)]
     pub sparql_max_rows: usize,
 
+    /// Write the SPARQL endpoint's readable-graph markers again at start-up. Needed once
+    /// after an earlier version of the node (one that did not keep them) ran on this data
+    /// dir: their grants and revocations left the markers behind.
+    #[arg(long, env = "DATASPACE_NODE_REBUILD_MARKERS")]
+    pub rebuild_markers: bool,
+
     /// Partner nodes: hosts (`host` or `host:port`) whose did:web this node resolves — to
     /// check their node tokens, send them notices and pull their datasets. `*` trusts any
     /// host. Empty (the default): no federation; policies name organisations of this node only.
@@ -144,6 +150,7 @@ impl Config {
             list_link_ttl_secs: 300,
             sparql_timeout_secs: 10,
             sparql_max_rows: 10_000,
+            rebuild_markers: false,
             federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),
             federation_timeout_ms: 2000,

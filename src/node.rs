@@ -110,6 +110,9 @@ impl Node {
             std::time::Duration::from_millis(config.federation_timeout_ms),
             std::time::Duration::from_secs(config.federation_cache_secs),
         )?);
+        if config.rebuild_markers {
+            crate::sharing::readable::invalidate(&store)?;
+        }
         let sharing = Arc::new(Sharing::open(
             store.clone(),
             queries.clone(),

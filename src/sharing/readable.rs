@@ -207,6 +207,14 @@ fn layout() -> Quad {
     )
 }
 
+/// Makes the next [`rebuild`] drop every marker and write them all again (`--rebuild-markers`).
+pub fn invalidate(store: &Store) -> Result<()> {
+    store.write(|tx| {
+        tx.remove(&layout());
+        Ok(())
+    })
+}
+
 /// Writes the markers of every contribution graph in a store that has none in this layout
 /// (a data dir from before they existed); a store that has them costs one look-up. Returns
 /// how many graphs were marked. Blocking.

@@ -143,7 +143,16 @@ pub struct Exported {
     pub quads: u64,
 }
 
-/// Writes every quad of the data dir's store to `out` in `format`, from one snapshot.
+/// Whether a quad is derived data the node writes again at its first start, and so is
+/// neither exported nor imported: the readable-graph markers (`sharing::readable`). An
+/// edited or merged dump brings its grants, never markers that no longer match them.
+fn derived(quad: &oxigraph::model::Quad) -> bool {
+    matches!(&quad.graph_name, oxigraph::model::GraphName::NamedNode(g)
+        if g.as_str().starts_with(super::graphs::readable_root().as_str()))
+}
+
+/// Writes every quad of the data dir's store to `out` in `format`, from one snapshot, but
+/// the derived ones.
 pub fn export(data_dir: &Path, format: Format, out: impl Write) -> Result<Exported> {
     let path = store_path(data_dir);
     if !store_exists(&path) {
@@ -162,8 +171,12 @@ pub fn export(data_dir: &Path, format: Format, out: impl Write) -> Result<Export
     let mut quads = 0;
     // `iter` reads one RocksDB snapshot; the lock keeps every writer out meanwhile anyway.
     for quad in store.iter() {
+        let quad = quad?;
+        if derived(&quad) {
+            continue;
+        }
         writer
-            .serialize_quad(&quad?)
+            .serialize_quad(&quad)
             .map_err(io_error("writing the export"))?;
         quads += 1;
     }
@@ -312,6 +325,7 @@ fn load(path: &Path, format: Format, input: impl Read, input_name: &str) -> Resu
     let parsed = RdfParser::from_format(format.rdf())
         .rename_blank_nodes()
         .for_reader(input)
+        .filter(|q| !q.as_ref().is_ok_and(derived))
         .inspect(|q| {
             if q.is_ok() {
                 quads += 1;
