@@ -168,7 +168,7 @@ impl Sharing {
         queries.each(&store, "shared_records", &[], |row| {
             if let (Some(org), Some(aig), Some(ms)) = (
                 text(&row, "org"),
-                text(&row, "aig"),
+                listing::aig_of(&row),
                 text(&row, "created").and_then(|c| listing::millis(&c)),
             ) {
                 shared.insert(&org, (ms, aig));

@@ -191,9 +191,7 @@ fn each_other_graph(
 
 /// The aig hex of a record node (`urn:dataspace-node:consignment:<hex>`).
 pub fn aig_hex(record: &NamedNode) -> Option<&str> {
-    record
-        .as_str()
-        .strip_prefix("urn:dataspace-node:consignment:")
+    graphs::consignment_hex(record.as_str())
 }
 
 /// Notes, in the store, that the markers are complete and in this layout (one graph per

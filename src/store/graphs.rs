@@ -110,6 +110,11 @@ pub fn consignment(aig_hex: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("urn:dataspace-node:consignment:{aig_hex}"))
 }
 
+/// The aig hex of a consignment node (the inverse of [`consignment`]).
+pub fn consignment_hex(iri: &str) -> Option<&str> {
+    iri.strip_prefix("urn:dataspace-node:consignment:")
+}
+
 /// The node holding a consignment's derived summary facts.
 pub fn summary(aig_hex: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("urn:dataspace-node:summary:{aig_hex}"))

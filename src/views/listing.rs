@@ -45,6 +45,16 @@ pub fn millis(date_time: &str) -> Option<i64> {
         .map(|d| d.timestamp_millis())
 }
 
+/// The list key's aig id (`aig:<hex>`) of a row's `?record` (`urn:dataspace-node:consignment:<hex>`).
+pub fn aig_of(row: &oxigraph::sparql::QuerySolution) -> Option<String> {
+    match row.get("record") {
+        Some(Term::NamedNode(n)) => {
+            crate::store::graphs::consignment_hex(n.as_str()).map(|hex| format!("aig:{hex}"))
+        }
+        _ => None,
+    }
+}
+
 impl Listing {
     /// Reads every record of the store's index. Blocking.
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
@@ -55,7 +65,7 @@ impl Listing {
                 Some(Term::NamedNode(n)) => Some(n.as_str().to_owned()),
                 _ => None,
             };
-            if let (Some(org), Some(aig), Some(at)) = (text("org"), text("aig"), text("created")) {
+            if let (Some(org), Some(aig), Some(at)) = (text("org"), aig_of(&row), text("created")) {
                 if let Some(ms) = millis(&at) {
                     listing.insert(&org, (ms, aig));
                 }
