@@ -12,7 +12,12 @@
 //!   for the others "the same graph as an earlier pattern's, else `in_default(?g_n)`" (see
 //!   [`Pending`]: the check calls the node's function, which costs a dictionary read, about
 //!   once per solution instead of once per pattern per solution);
-//! - `GRAPH ?v { … }` becomes `FILTER(in_named(?v)) { GRAPH ?v { … } }`;
+//! - a broad group evaluated on its own (no constant subject; not joined with a sibling, not
+//!   under `OPTIONAL`/`MINUS`/`EXISTS`) instead joins its first graph with the caller's
+//!   markers (`sharing::readable`, see [`marker_join`]): one scan of encoded quads for the
+//!   whole group, where the check would decode one graph name per solution;
+//! - `GRAPH ?v { … }` becomes `FILTER(in_named(?v)) { GRAPH ?v { … } }` (or, broad and on
+//!   its own, is joined with the markers on `?v`);
 //! - `GRAPH <iri> { … }` stays when `<iri>` is readable, else matches nothing;
 //! - the same inside `EXISTS`, sub-queries, `OPTIONAL`, `MINUS`, `UNION`, …;
 //! - `SERVICE` is refused (the node makes no outgoing request for a query);
