@@ -27,10 +27,10 @@ use crate::error::Result;
 use crate::store::{graphs, Store};
 use crate::vocab::dsn;
 
-/// What a caller's markers are looked up by: one object per scope, so the endpoint's look-up
-/// is one constant pattern whatever the scope.
+/// The scope a marked graph is readable in besides `all` (every marker is written for `all`
+/// too, so the endpoint's look-up is one constant pattern whatever the caller's scope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+enum Kind {
     Own,
     Shared,
 }
