@@ -526,23 +526,17 @@ impl Sharing {
     pub fn contributors(&self, record: &NamedNode) -> Result<Vec<String>> {
         let g = GraphName::NamedNode(graphs::sharing());
         let p = dsn("contributor");
-        self.store
-            .db()
-            .quads_for_pattern(
-                Some(record.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref()),
-            )
-            .filter_map(|q| match q {
-                Ok(Quad {
-                    object: Term::NamedNode(org),
-                    ..
-                }) => Some(Ok(org.into_string())),
-                Ok(_) => None,
-                Err(e) => Some(Err(e.into())),
-            })
-            .collect()
+        readable::named_objects(
+            self.store
+                .db()
+                .quads_for_pattern(
+                    Some(record.as_ref().into()),
+                    Some(p.as_ref()),
+                    None,
+                    Some(g.as_ref()),
+                )
+                .map(|q| q.map_err(Into::into)),
+        )
     }
 
     /// Records `org` as a contributor of a consignment it does not publish; `true` when it

@@ -73,28 +73,36 @@ fn unmark(tx: &mut Transaction<'_>, graph: &NamedNode, org: &str, kind: Kind) {
 }
 
 /// The named-node objects of `record <predicate> ?o` in `graph`.
-fn objects(
+pub(super) fn objects(
     tx: &Transaction<'_>,
     record: &NamedNode,
     predicate: &str,
     graph: NamedNodeRef<'_>,
 ) -> Result<Vec<String>> {
     let p = dsn(predicate);
-    tx.quads_for_pattern(
-        Some(record.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(graph.into()),
-    )
-    .filter_map(|q| match q {
-        Ok(Quad {
-            object: Term::NamedNode(o),
-            ..
-        }) => Some(Ok(o.into_string())),
-        Ok(_) => None,
-        Err(e) => Some(Err(e.into())),
-    })
-    .collect()
+    let quads = tx
+        .quads_for_pattern(
+            Some(record.as_ref().into()),
+            Some(p.as_ref()),
+            None,
+            Some(graph.into()),
+        )
+        .map(|q| q.map_err(Into::into));
+    named_objects(quads)
+}
+
+/// The IRIs among the objects of some quads (organisations, in the sharing and index graphs).
+pub(super) fn named_objects(quads: impl Iterator<Item = Result<Quad>>) -> Result<Vec<String>> {
+    quads
+        .filter_map(|q| match q {
+            Ok(Quad {
+                object: Term::NamedNode(o),
+                ..
+            }) => Some(Ok(o.into_string())),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect()
 }
 
 /// The record's publisher and the organisations `predicate` names for it in the sharing graph.

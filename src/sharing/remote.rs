@@ -42,21 +42,12 @@ fn publisher_of(
     tx: &oxigraph::store::Transaction<'_>,
     record: &NamedNode,
 ) -> Result<Option<String>> {
-    let p = dsn("publisher");
-    let g = graphs::consignment_index();
-    Ok(tx
-        .quads_for_pattern(
-            Some(record.as_ref().into()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        )
-        .next()
-        .transpose()?
-        .and_then(|q| match q.object {
-            Term::NamedNode(n) => Some(n.into_string()),
-            _ => None,
-        }))
+    let index = graphs::consignment_index();
+    Ok(
+        super::readable::objects(tx, record, "publisher", index.as_ref())?
+            .into_iter()
+            .next(),
+    )
 }
 
 impl Sharing {
