@@ -25,3 +25,22 @@ fi
 # (a clean build compiles RocksDB from C++, ~25 minutes on 2 cores).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/dataspace-node/target}"
 mkdir -p "$CARGO_TARGET_DIR"
+
+# The SHACL agreement test (tests/api/shacl.rs) runs an independent SHACL engine, pyshacl, with
+# the pyld JSON-LD processor, in a virtualenv of their own outside the clone.
+SHACL_VENV="$HOME/.cache/dataspace-node/venv"
+if ! "$SHACL_VENV/bin/python" -c 'import pyshacl, pyld' >/dev/null 2>&1; then
+  if ! command -v python3 >/dev/null 2>&1 || ! python3 -m venv --help >/dev/null 2>&1 \
+      || ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    echo "setup: installing python3 and python3-venv with apt-get" >&2
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3 python3-venv >/dev/null
+  fi
+  echo "setup: creating $SHACL_VENV with pyshacl and pyld" >&2
+  rm -rf "$SHACL_VENV"
+  python3 -m venv "$SHACL_VENV"
+  "$SHACL_VENV/bin/pip" install -q 'pyshacl==0.40.1' 'PyLD==3.3.0'
+fi
+export DATASPACE_NODE_SHACL_PYTHON="$SHACL_VENV/bin/python"

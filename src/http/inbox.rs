@@ -66,6 +66,19 @@ pub async fn post(
     Ok(response)
 }
 
+/// `POST /supply-chain/data-space/inbox/validate`: the inbox's checks, nothing stored.
+pub async fn validate(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    body: Body,
+) -> Result<Json<crate::intake::Validation>> {
+    let worker = node.clone();
+    // Expansion and shape checks are CPU work, the look-ups of the named consignment store reads.
+    let validation =
+        tokio::task::spawn_blocking(move || worker.intake.validate(&caller, &body.0)).await??;
+    Ok(Json(validation))
+}
+
 pub async fn log_entry(
     State(node): State<Arc<Node>>,
     caller: Caller,

@@ -34,6 +34,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/health", get(ops::health))
         .route("/openapi.json", get(ops::openapi))
         .route("/ns", get(ops::vocabulary))
+        .route("/shapes/{name}", get(ops::shapes))
         .route("/.well-known/did.json", get(federation::node_document))
         .route("/org/{id}/did.json", get(federation::organization_document))
         .route("/federation/inbox", post(federation::inbox))
@@ -42,6 +43,10 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/authentication/login/create", post(accounts::create))
         .route("/authentication/session", get(accounts::session))
         .route("/supply-chain/data-space/inbox", post(inbox::post))
+        .route(
+            "/supply-chain/data-space/inbox/validate",
+            post(inbox::validate),
+        )
         .route(
             "/supply-chain/data-space/activity-logs/{id}",
             get(inbox::log_entry),

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::vocab::VocabularyForm;
 
+use super::extract::PathParams;
 use super::negotiate::{negotiate, negotiated};
 
 /// `GET /health`: 200 when the store answers.
@@ -49,6 +50,20 @@ pub async fn vocabulary(State(node): State<Arc<Node>>, headers: HeaderMap) -> Re
         media_type,
         node.vocabulary.text(form).to_owned(),
     ))
+}
+
+/// `GET /shapes/{name}`: the SHACL shapes the inbox validates with, as the node compiled them
+/// in; needs no credentials (integrators validate with them before they send anything).
+pub async fn shapes(PathParams(name): PathParams<String>) -> Result<Response> {
+    let (_, text) = crate::intake::shapes::SOURCES
+        .iter()
+        .find(|(file, _)| *file == name)
+        .ok_or_else(|| Error::NotFound("no shapes file of this name".into()))?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/turtle; charset=utf-8")],
+        *text,
+    )
+        .into_response())
 }
 
 pub async fn not_found() -> Error {

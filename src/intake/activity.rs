@@ -63,6 +63,20 @@ impl Activity {
     }
 }
 
+/// The spec's "string or JSON-LD value object": a JSON string, or an object whose `@value` is
+/// a string (with `@type` or `@language`, or neither). Numbers, arrays and other objects are not.
+pub fn is_string_or_value_object(value: &Value) -> bool {
+    match value {
+        Value::String(_) => true,
+        Value::Object(o) => {
+            o.get("@value").is_some_and(Value::is_string)
+                && o.keys()
+                    .all(|k| matches!(k.as_str(), "@value" | "@type" | "@language"))
+        }
+        _ => false,
+    }
+}
+
 fn missing(field: &str) -> Error {
     Error::invalid_field(field, "required")
 }

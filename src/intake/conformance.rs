@@ -102,6 +102,30 @@ fn examples_expand_to_the_same_dataset() {
     assert!(count >= 6);
 }
 
+/// The public payloads of `tests/corpus/` (bare consignments as the object of a Create, as the
+/// HTTP tests post them): the stored triples are the full processor's expansion.
+#[test]
+fn corpus_payloads_expand_to_the_same_dataset() {
+    let contexts = load_contexts().unwrap();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus");
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.to_string_lossy();
+        if !(name.ends_with(".json") || name.ends_with(".jsonld")) {
+            continue;
+        }
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let activity = match doc["type"].as_str() {
+            Some("Create" | "Update" | "Add") => doc,
+            _ => json!({"@context": AS_CONTEXT, "type": "Create", "object": doc}),
+        };
+        assert_same(&contexts, &activity);
+        count += 1;
+    }
+    assert!(count >= 12, "{count}");
+}
+
 /// A small deterministic generator (xorshift), so failures reproduce.
 struct Gen(u64);
 

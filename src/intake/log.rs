@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::ports::Warning;
 use super::shapes::Failure;
 
 /// `dataspaceAppId` of the task that applies activities to consignments.
@@ -109,6 +110,10 @@ pub struct Task {
     pub status: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskError>,
+    /// What the node understood differently from what a publisher may expect (a port without
+    /// a UN/LOCODE, so not routed); an addition to the spec's Task, present only when any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -129,6 +134,7 @@ impl Entry {
         started: String,
         ended: String,
         outcome: Result<i64, TaskError>,
+        warnings: Vec<Warning>,
     ) -> Self {
         let (status, result, error) = match outcome {
             Ok(statements) => ("success", statements, None),
@@ -149,6 +155,7 @@ impl Entry {
                 end_date: ended.clone(),
                 status: status.into(),
                 error,
+                warnings,
             }],
             id,
             generator,
@@ -164,4 +171,11 @@ impl Entry {
 
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Milliseconds since the epoch in the form [`now`] writes.
+pub fn format_millis(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{Literal, NamedOrBlankNode, Term, Triple};
+use oxigraph::model::{Literal, NamedNode, NamedOrBlankNode, Term, Triple};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -72,7 +72,7 @@ pub struct Intake {
     documents: Arc<Documents>,
 }
 
-const SHAPE: &str = "https://w3id.org/dataspace-node/shapes#";
+const AS: &str = "https://www.w3.org/ns/activitystreams#";
 
 /// The node's offline contexts, each compiled once.
 pub fn load_contexts() -> Result<Contexts> {
@@ -148,11 +148,9 @@ impl Intake {
         &self.contexts
     }
 
-    /// Processes one inbox body for `caller`. Request errors are `Err`; everything else,
-    /// task failures included, is an entry. Blocking (CPU and store work).
-    pub fn process(&self, caller: &Caller, body: &[u8]) -> Result<Outcome> {
-        let mut timings = Timings::default();
-        let started_at = log::now();
+    /// Everything the inbox checks before it writes: request checks (`Err`), expansion, shapes
+    /// and port derivation. Blocking (CPU work).
+    fn prepare(&self, caller: &Caller, body: &[u8], timings: &mut Timings) -> Result<Prepared> {
         let t = Instant::now();
         let activity = activity::parse(body, &caller.organization)?;
         let canonical = activity::canonical_object(&activity.document);
@@ -160,18 +158,6 @@ impl Intake {
         let entry_id = hex::encode(&digest[..16]);
         let activity_hash = hex::encode(Sha256::digest(canonical.as_bytes()));
         timings.parse = t.elapsed();
-
-        // Replays of an applied activity are answered before any other work. A failed one is
-        // processed again (nothing of it was applied), and its entry replaced.
-        if let Some(entry) = self.entry(&caller.organization, &entry_id)? {
-            if !entry.failed() {
-                return Ok(Outcome {
-                    entry,
-                    created: false,
-                    timings,
-                });
-            }
-        }
 
         let t = Instant::now();
         let object_id = new_hex();
@@ -191,11 +177,167 @@ impl Intake {
             &roots,
             &[&object_root, &activity_node],
         );
-        let ports = match activity.kind {
-            Kind::Create | Kind::Update => ports::derive(activity.object(), &self.countries),
-            Kind::Add => Ports::default(),
+        let (ports, warnings) = match activity.kind {
+            Kind::Create | Kind::Update => {
+                let ports = ports::derive(activity.object(), &self.countries);
+                let warnings = ports::warnings(activity.object(), &ports);
+                (ports, warnings)
+            }
+            Kind::Add => (Ports::default(), Vec::new()),
         };
         timings.shapes = t.elapsed();
+        Ok(Prepared {
+            activity,
+            entry_id,
+            activity_hash,
+            object_id,
+            object_root,
+            activity_root,
+            expansion,
+            failures,
+            ports,
+            warnings,
+        })
+    }
+
+    /// `POST /inbox/validate`: every check of [`Intake::process`] — request checks, expansion,
+    /// shapes, port derivation, and whether the consignment it names is there for the caller —
+    /// with nothing stored. Blocking.
+    pub fn validate(&self, caller: &Caller, body: &[u8]) -> Result<Validation> {
+        let p = self.prepare(caller, body, &mut Timings::default())?;
+        let mut failures = p.failures;
+        if failures.is_empty() {
+            failures.extend(self.reference_failure(caller, &p.activity)?);
+        }
+        let summary = match p.activity.kind {
+            Kind::Create | Kind::Update => Some(Value::Object(crate::views::summary::build(
+                p.activity.object(),
+                &p.ports,
+                &self.codes,
+            ))),
+            Kind::Add => None,
+        };
+        Ok(Validation {
+            valid: failures.is_empty(),
+            failures,
+            warnings: p.warnings,
+            summary,
+        })
+    }
+
+    /// What the transaction would find wrong with the consignment the activity names: a Create
+    /// of ids the caller uses already, an Update or Add of one it cannot reach.
+    fn reference_failure(&self, caller: &Caller, activity: &Activity) -> Result<Option<Failure>> {
+        let object = activity.object();
+        let id = |holder: Option<&Map<String, Value>>, key: &str| {
+            holder
+                .and_then(|h| ports::string_value(h.get(key)))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let found = |key: &str, shared: bool| self.reachable(caller, key, shared);
+        let failure = |path: &str, constraint: &str, value: String, message: String| Failure {
+            path: path.into(),
+            constraint: constraint.into(),
+            value: Some(value),
+            message,
+        };
+        Ok(match activity.kind {
+            Kind::Create => {
+                let mut taken = None;
+                for key in ["globalId", "identifier"] {
+                    let value = id(Some(object), key);
+                    if taken.is_none() && found(&value, false)? {
+                        taken = Some(failure(
+                            &format!("object.{key}"),
+                            "ConflictError",
+                            value.clone(),
+                            format!("your organisation already has a consignment with {value:?}"),
+                        ));
+                    }
+                }
+                taken
+            }
+            Kind::Update => {
+                let (global_id, identifier) =
+                    (id(Some(object), "globalId"), id(Some(object), "identifier"));
+                (!found(&global_id, false)? && !found(&identifier, false)?).then(|| {
+                    failure(
+                        "object.globalId",
+                        "NotFoundError",
+                        global_id.clone(),
+                        format!(
+                            "your organisation has no consignment with globalId {global_id:?} or \
+                             identifier {identifier:?}"
+                        ),
+                    )
+                })
+            }
+            Kind::Add => {
+                let key = id(activity.target(), "globalId");
+                (!found(&key, true)?).then(|| {
+                    failure(
+                        "target.globalId",
+                        "NotFoundError",
+                        key.clone(),
+                        format!("no consignment with globalId {key:?} is available to your organisation"),
+                    )
+                })
+            }
+        })
+    }
+
+    /// Is a consignment with globalId or identifier `key` the caller's own (or, with `shared`,
+    /// one shared with it)? Blocking.
+    fn reachable(&self, caller: &Caller, key: &str, shared: bool) -> Result<bool> {
+        let org = NamedNode::new_unchecked(caller.organization.as_str());
+        let queries: &[&str] = if shared {
+            &["consignment_by_key", "consignment_shared_by_key"]
+        } else {
+            &["consignment_by_key"]
+        };
+        for query in queries {
+            let bindings = [("org", org.clone().into()), ("key", literal(key))];
+            if !self
+                .queries
+                .select(&self.store, query, &bindings)?
+                .is_empty()
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Processes one inbox body for `caller`. Request errors are `Err`; everything else,
+    /// task failures included, is an entry. Blocking (CPU and store work).
+    pub fn process(&self, caller: &Caller, body: &[u8]) -> Result<Outcome> {
+        let mut timings = Timings::default();
+        let started_at = log::now();
+        let Prepared {
+            activity,
+            entry_id,
+            activity_hash,
+            object_id,
+            object_root,
+            activity_root,
+            expansion,
+            failures,
+            ports,
+            warnings,
+        } = self.prepare(caller, body, &mut timings)?;
+
+        // Replays of an applied activity are answered before any other work. A failed one is
+        // processed again (nothing of it was applied), and its entry replaced.
+        if let Some(entry) = self.entry(&caller.organization, &entry_id)? {
+            if !entry.failed() {
+                return Ok(Outcome {
+                    entry,
+                    created: false,
+                    timings,
+                });
+            }
+        }
 
         let t = Instant::now();
         let content = if failures.is_empty() {
@@ -209,17 +351,21 @@ impl Intake {
         let log_node = graphs::minted("activity-log", &entry_id);
         let activities_graph = graphs::activities(&caller.organization);
         let generator = self.identity.node_did();
-        let now = log::now();
         let write = |tx: &mut oxigraph::store::Transaction<'_>| {
             let mut effects = Effects::default();
+            // Taken under the writer lock: creation times increase strictly in commit order, so
+            // the lists (newest first by creation time) keep commit order, even for Creates
+            // within one millisecond, and across restarts (the time is stored).
+            let now = self.store.stamp();
             // Checked again under the writer lock: two identical posts racing apply once.
             let previous = self.entry_in(tx, &activities_graph, &log_node)?;
             if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
-                return Ok((existing.clone(), false, effects));
+                return Ok((existing.clone(), false, effects, now));
             }
             if previous.is_some() {
                 record::remove_entry(tx, &activities_graph, &log_node)?;
             }
+            let now = log::format_millis(now);
             let outcome = if !failures.is_empty() {
                 Err(TaskError::validation(&failures))
             } else if let Some(Err(message)) = &content {
@@ -251,27 +397,28 @@ impl Intake {
                 started_at.clone(),
                 log::now(),
                 outcome,
+                warnings.clone(),
             );
             record::write_entry(tx, &activities_graph, &log_node, &entry)?;
-            Ok((entry, true, effects))
+            let ms = listing::millis(&now).unwrap_or_default();
+            Ok((entry, true, effects, ms))
         };
-        let (entry, created, effects) =
-            self.store.write_then(write, |(entry, created, effects)| {
-                // Committed: the new consignment joins its organisation's list order, routing's
-                // shares and notifications their indexes — still under the writer lock, so in
-                // commit order.
-                if !*created || entry.failed() {
-                    return;
-                }
-                self.listing.rows.changed(effects.touched());
-                if activity.kind == Kind::Create {
-                    if let Some(ms) = listing::millis(&now) {
-                        self.listing
-                            .insert(&caller.organization, (ms, format!("aig:{object_id}")));
+        let (entry, created, effects, _) =
+            self.store
+                .write_then(write, |(entry, created, effects, ms)| {
+                    // Committed: the new consignment joins its organisation's list order, routing's
+                    // shares and notifications their indexes — still under the writer lock, so in
+                    // commit order.
+                    if !*created || entry.failed() {
+                        return;
                     }
-                }
-                self.sharing.committed(effects);
-            })?;
+                    self.listing.rows.changed(effects.touched());
+                    if activity.kind == Kind::Create {
+                        self.listing
+                            .insert(&caller.organization, (*ms, format!("aig:{object_id}")));
+                    }
+                    self.sharing.committed(effects);
+                })?;
         timings.store = t.elapsed();
         timings.route = effects.routing_time();
         Ok(Outcome {
@@ -301,20 +448,7 @@ impl Intake {
             .target()
             .and_then(|t| ports::string_value(t.get("globalId")))
             .unwrap_or_default();
-        let org = oxigraph::model::NamedNode::new_unchecked(caller.organization.as_str());
-        let mut reachable = false;
-        for query in ["consignment_by_key", "consignment_shared_by_key"] {
-            let bindings = [("org", org.clone().into()), ("key", literal(target))];
-            if !self
-                .queries
-                .select(&self.store, query, &bindings)?
-                .is_empty()
-            {
-                reachable = true;
-                break;
-            }
-        }
-        if !reachable {
+        if !self.reachable(caller, target, true)? {
             return Ok(None);
         }
         let uri = ports::string_value(object.get("uRIId")).unwrap_or_default();
@@ -324,7 +458,7 @@ impl Intake {
     }
 
     /// Expands the activity, with the object's root forced to `object_root` and the activity's
-    /// (when it has no `id`) to `activity_root`. Returns the roots of actor, object and target.
+    /// (when it has no `id`) to `activity_root`. Returns the roots of the activity and its object.
     fn expand(
         &self,
         activity: &Activity,
@@ -347,8 +481,6 @@ impl Intake {
         let roots = Roots {
             activity: root,
             object: expander.subject_at("object"),
-            actor: expander.subject_at("actor"),
-            target: expander.subject_at("target"),
         };
         Ok((expander.finish(), roots))
     }
@@ -362,24 +494,8 @@ impl Intake {
     ) -> Vec<Failure> {
         let index = Index::new(expansion);
         let mut failures = Vec::new();
-        // The node at `object` is what the record stores: it is the one validated, and it must
-        // be the activity's only `as:object` (another, written e.g. `as:object`, would be
-        // validated in its place or stored unchecked).
-        let objects = objects_of(expansion, &roots.activity);
-        if objects.len() > 1 {
-            failures.push(Failure {
-                path: "object".into(),
-                constraint: "sh:maxCount 1".into(),
-                value: None,
-                message: format!(
-                    "an activity has one object, found {} (is `object` also written as another \
-                     term for as:object?)",
-                    objects.len()
-                ),
-            });
-        }
-        // The record is looked up by these as sent: a number would pass the shapes (the
-        // context coerces it to an xsd:string literal) but key the record by nothing.
+        // The record is looked up by these: a JSON number passes the shapes (the context
+        // coerces it to an xsd:string literal) but would key the record by nothing.
         let keys: &[(&str, Option<&Map<String, Value>>)] = match activity.kind {
             Kind::Create | Kind::Update => &[
                 ("object.globalId", Some(activity.object())),
@@ -389,85 +505,51 @@ impl Intake {
         };
         for (path, holder) in keys {
             let name = path.rsplit('.').next().unwrap_or(path);
-            match holder.and_then(|h| h.get(name)) {
-                None | Some(Value::String(_)) => {}
-                Some(other) => failures.push(Failure {
-                    path: (*path).into(),
-                    constraint: "sh:datatype xsd:string".into(),
-                    value: Some(other.to_string()),
-                    message: format!("{path} must be a JSON string"),
-                }),
+            if let Some(value) = holder.and_then(|h| h.get(name)) {
+                if !activity::is_string_or_value_object(value) {
+                    failures.push(Failure {
+                        path: (*path).into(),
+                        constraint: "string or value object".into(),
+                        value: Some(value.to_string()),
+                        message: format!(
+                            "{path} must be a JSON string or a JSON-LD value object with a string \
+                             @value"
+                        ),
+                    });
+                }
             }
         }
+        // The activity is validated by its type's shape (activity.ttl), which reaches the
+        // actor, the object and the target through their properties.
+        let class = NamedNode::new_unchecked(format!("{AS}{}", activity.kind.as_str()));
+        match self.shapes.shape_for_class(class.as_ref()) {
+            Some(shape) => self
+                .shapes
+                .validate(&index, shape, &roots.activity, "", &mut failures),
+            None => failures.push(Failure {
+                path: "type".into(),
+                constraint: "sh:targetClass".into(),
+                value: Some(activity.kind.as_str().into()),
+                message: format!("no shape for {} activities", activity.kind.as_str()),
+            }),
+        }
+        // Every D23B property under the object is a known one of the kind the context gives.
+        let objects = objects_of(expansion, &roots.activity);
         let object_root = roots
             .object
             .clone()
             .filter(|o| objects.iter().any(|t| **t == Term::from(o.clone())));
-        let object_type = activity
-            .object()
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let expected = match activity.kind {
-            Kind::Create | Kind::Update => &["Consignment"][..],
-            Kind::Add => &["SupplyChainEvent", "Document"][..],
-        };
-        match &object_root {
-            Some(root) if expected.contains(&object_type) => {
-                self.shapes.validate(
-                    &index,
-                    &format!("{SHAPE}{object_type}"),
-                    root,
-                    "object",
-                    &mut failures,
-                );
-                let dropped: Vec<String> = expansion
-                    .dropped
-                    .iter()
-                    .filter(|p| p.starts_with("object."))
-                    .cloned()
-                    .collect();
-                self.shapes
-                    .check_vocabulary(&index, root, "object", &dropped, &mut failures);
-            }
-            _ => failures.push(Failure {
-                path: "object.type".into(),
-                constraint: "sh:targetClass".into(),
-                value: Some(object_type.to_owned()),
-                message: format!(
-                    "a {} activity takes an object of type {}, found {object_type:?}",
-                    activity.kind.as_str(),
-                    expected.join(" or ")
-                ),
-            }),
+        if let Some(root) = &object_root {
+            let dropped: Vec<String> = expansion
+                .dropped
+                .iter()
+                .filter(|p| p.starts_with("object."))
+                .cloned()
+                .collect();
+            self.shapes
+                .check_vocabulary(&index, root, "object", &dropped, &mut failures);
         }
         reserved_iris(expansion, minted, &mut failures);
-        if let Some(actor) = &roots.actor {
-            self.shapes.validate(
-                &index,
-                &format!("{SHAPE}Actor"),
-                actor,
-                "actor",
-                &mut failures,
-            );
-        }
-        if activity.kind == Kind::Add {
-            match &roots.target {
-                Some(target) => self.shapes.validate(
-                    &index,
-                    &format!("{SHAPE}Target"),
-                    target,
-                    "target",
-                    &mut failures,
-                ),
-                None => failures.push(Failure {
-                    path: "target".into(),
-                    constraint: "sh:minCount 1".into(),
-                    value: None,
-                    message: "target is required".into(),
-                }),
-            }
-        }
         failures
     }
 
@@ -502,12 +584,36 @@ impl Intake {
     }
 }
 
+/// An activity that passed the request checks, expanded and checked, not yet applied.
+struct Prepared {
+    activity: Activity,
+    /// The log entry's id: a digest of the caller and the canonical activity (idempotency).
+    entry_id: String,
+    activity_hash: String,
+    object_id: String,
+    object_root: NamedOrBlankNode,
+    activity_root: NamedNode,
+    expansion: Expansion,
+    failures: Vec<Failure>,
+    ports: Ports,
+    warnings: Vec<ports::Warning>,
+}
+
+/// The answer of `POST /inbox/validate`.
+#[derive(Debug, serde::Serialize)]
+pub struct Validation {
+    pub valid: bool,
+    pub failures: Vec<Failure>,
+    pub warnings: Vec<ports::Warning>,
+    /// The ConsignmentSummary columns the node would derive (Create and Update).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Value>,
+}
+
 struct Roots {
     activity: NamedOrBlankNode,
     /// The node at `object` (the one the record stores).
     object: Option<NamedOrBlankNode>,
-    actor: Option<NamedOrBlankNode>,
-    target: Option<NamedOrBlankNode>,
 }
 
 fn entry_of(row: &oxigraph::sparql::QuerySolution) -> Result<Entry> {
@@ -556,7 +662,7 @@ fn reserved_iris(expansion: &Expansion, minted: &[&NamedOrBlankNode], out: &mut 
 
 /// The objects of the activity node (`as:object`).
 fn objects_of<'e>(expansion: &'e Expansion, activity: &NamedOrBlankNode) -> Vec<&'e Term> {
-    let as_object = "https://www.w3.org/ns/activitystreams#object";
+    let as_object = format!("{AS}object");
     expansion
         .triples
         .iter()

@@ -2,20 +2,24 @@
 //! `atDepartureTransportMovement.departureEvent[0].occurrenceLogisticsLocation`, the port of
 //! entry `atArrivalTransportMovement.arrivalEvent[0].occurrenceLogisticsLocation`; only index 0
 //! counts; the name is the display value; the code is a UN/LOCODE and its first two letters are
-//! the country. A malformed or missing UN/LOCODE gives no code and no country.
+//! the country. A malformed or missing UN/LOCODE gives no code and no country; the location then
+//! still has a display value (its name, else its identifier's value, whatever its type), and
+//! the publisher is told by a warning on the task ([`warnings`]).
 //!
 //! Works on the JSON payload, not the RDF: JSON-LD arrays are unordered in RDF, and "index 0"
 //! is an order.
 
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub const UN_LOCODE_TYPE: &str = "https://ref.gs1.org/voc/LocationID_Type-UN_LOCODE";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Port {
-    /// The location `name`.
+    /// The display value: the location `name`, else its identifier's value (an IATA code, a
+    /// GLN, a malformed UN/LOCODE: whatever was sent).
     pub name: Option<String>,
     /// A well-formed UN/LOCODE.
     pub code: Option<String>,
@@ -75,7 +79,6 @@ pub fn is_locode(code: &str, countries: &HashSet<String>) -> bool {
 
 fn port(event: &Map<String, Value>, countries: &HashSet<String>) -> Option<Port> {
     let location = first(event.get("occurrenceLogisticsLocation"))?.as_object()?;
-    let name = string_value(location.get("name")).map(str::to_owned);
     let identifier = first(location.get("identifier"));
     let candidate = match identifier {
         Some(Value::String(s)) => Some(s.as_str()),
@@ -95,11 +98,65 @@ fn port(event: &Map<String, Value>, countries: &HashSet<String>) -> Option<Port>
         .filter(|c| is_locode(c, countries))
         .map(str::to_owned);
     let country = code.as_ref().map(|c| c[..2].to_owned());
+    let name = string_value(first(location.get("name")))
+        .or_else(|| string_value(identifier))
+        .map(str::to_owned);
     Some(Port {
         name,
         code,
         country,
     })
+}
+
+/// What the publisher is told about its ports (`Task.warnings`, an addition to the spec's
+/// Task): a port without a well-formed UN/LOCODE has no country, so no rule on it can match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub path: String,
+    pub message: String,
+}
+
+pub fn warnings(consignment: &Map<String, Value>, ports: &Ports) -> Vec<Warning> {
+    let movements = ["atDepartureTransportMovement", "atArrivalTransportMovement"];
+    if !movements
+        .iter()
+        .any(|m| first(consignment.get(*m)).is_some())
+    {
+        return vec![Warning {
+            path: "object".into(),
+            message: "the consignment has no transport movements: no port of exit or entry, \
+                      not routed"
+                .into(),
+        }];
+    }
+    let mut out = Vec::new();
+    let sides = [
+        (
+            "atArrivalTransportMovement.arrivalEvent[0]",
+            "entry",
+            &ports.entry,
+        ),
+        (
+            "atDepartureTransportMovement.departureEvent[0]",
+            "exit",
+            &ports.exit,
+        ),
+    ];
+    for (at, which, port) in sides {
+        let (path, message) = match port {
+            None => (
+                format!("object.{at}"),
+                format!("{at} has no occurrenceLogisticsLocation: no port of {which}, not routed"),
+            ),
+            Some(p) if p.code.is_none() => (
+                format!("object.{at}.occurrenceLogisticsLocation.identifier"),
+                format!("{at} has no UN/LOCODE: no port of {which} country, not routed"),
+            ),
+            Some(_) => continue,
+        };
+        out.push(Warning { path, message });
+    }
+    out
 }
 
 pub fn derive(consignment: &Map<String, Value>, countries: &HashSet<String>) -> Ports {
@@ -191,11 +248,24 @@ mod tests {
             Value::Null,
         ] {
             let c = consignment(vec![], vec![location("Mombasa", bad.clone())]);
-            let entry = derive(&c, &countries()).entry.unwrap();
+            let ports = derive(&c, &countries());
+            let entry = ports.entry.clone().unwrap();
             assert_eq!(entry.name.as_deref(), Some("Mombasa"));
             assert_eq!(entry.code, None, "{bad}");
             assert_eq!(entry.country, None, "{bad}");
+            let warned = warnings(&c, &ports);
+            assert!(
+                warned.iter().any(|w| w.path
+                    == "object.atArrivalTransportMovement.arrivalEvent[0].occurrenceLogisticsLocation.identifier"
+                    && w.message.contains("no port of entry country")),
+                "{warned:?}"
+            );
         }
+        // Without a name, the identifier's value is the display value, whatever its type.
+        let iata = json!({"type": "LogisticsLocation", "identifier": {"@type": "https://ref.gs1.org/voc/LocationID_Type-IATA_CODE", "@value": "NBO"}});
+        let c = consignment(vec![], vec![iata]);
+        let entry = derive(&c, &countries()).entry.unwrap();
+        assert_eq!((entry.name.as_deref(), entry.code), (Some("NBO"), None));
         // A plain string UN/LOCODE is accepted.
         let c = consignment(vec![], vec![location("Mombasa", json!("KEMBA"))]);
         assert_eq!(
@@ -211,6 +281,9 @@ mod tests {
             &countries(),
         );
         assert_eq!(p, Ports::default());
+        let warned = warnings(json!({"identifier": "x"}).as_object().unwrap(), &p);
+        assert_eq!(warned.len(), 1);
+        assert!(warned[0].message.contains("no transport movements"));
         assert!(is_locode("TZDA2", &countries()));
         assert!(!is_locode("TZDA1", &countries()));
     }

@@ -1,8 +1,9 @@
 //! Shape checks. The SHACL files in `shapes/` are the source of truth: they are parsed at
 //! start-up and interpreted here (a SHACL Core subset: `sh:targetClass`, `sh:property` with an
 //! IRI `sh:path`, `sh:minCount`, `sh:maxCount`, `sh:datatype`, `sh:nodeKind`, `sh:pattern`,
-//! `sh:minLength`, `sh:maxLength`, `sh:hasValue`, `sh:in`, `sh:node`, plus `dsn:lexicalForm`).
-//! A shape using anything else fails start-up, so no constraint is ever silently ignored.
+//! `sh:minLength`, `sh:maxLength`, `sh:hasValue`, `sh:in`, `sh:node`, `sh:or` of node shapes).
+//! A shape using anything else fails start-up, so no constraint is ever silently ignored, and
+//! nothing outside SHACL Core is used, so a standard SHACL engine reads the files the same way.
 //!
 //! Besides the shapes, every D23B property present is checked against the D23B context: a key
 //! that is no D23B term fails ("known property"), and a value must be of the kind the context
@@ -19,10 +20,10 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::jsonld::PropertyKind;
-use crate::vocab::DSN;
 
 const SH: &str = "http://www.w3.org/ns/shacl#";
 pub const UNECE: &str = "https://vocabulary.uncefact.org/";
+const AS: &str = "https://www.w3.org/ns/activitystreams#";
 
 /// The shape files, compiled in. A test checks this list against `shapes/`.
 pub const SOURCES: &[(&str, &str)] = &[
@@ -64,7 +65,8 @@ struct PropertyShape {
     has_value: Option<Term>,
     allowed: Option<Vec<Term>>,
     node: Option<String>,
-    lexical: Option<NamedNode>,
+    /// `sh:or` of named node shapes: a value conforms to one of them.
+    or: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default)]
@@ -133,9 +135,20 @@ fn sh(local: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{SH}{local}"))
 }
 
-/// `unece:consignorParty` → `consignorParty`; other IRIs stay whole.
+/// `unece:consignorParty` → `consignorParty`, `as:object` → `object`; other IRIs stay whole.
 pub fn short(iri: &str) -> &str {
-    iri.strip_prefix(UNECE).unwrap_or(iri)
+    iri.strip_prefix(UNECE)
+        .or_else(|| iri.strip_prefix(AS))
+        .unwrap_or(iri)
+}
+
+/// `parent.child`, or `child` at the root.
+fn join(parent: &str, child: &str) -> String {
+    if parent.is_empty() {
+        child.to_owned()
+    } else {
+        format!("{parent}.{child}")
+    }
 }
 
 fn display(term: &Term) -> String {
@@ -185,9 +198,10 @@ impl Shapes {
                     return Err(format!("{name}: unsupported {p}"));
                 }
             }
-            if let Some(TermRef::NamedNode(class)) =
-                graph.object_for_subject_predicate(&root, &sh("targetClass"))
-            {
+            for class in graph.objects_for_subject_predicate(&root, &sh("targetClass")) {
+                let TermRef::NamedNode(class) = class else {
+                    return Err(format!("{name}: sh:targetClass must be an IRI"));
+                };
                 by_class.insert(class.into_owned(), name.clone());
             }
             let mut shape = NodeShape::default();
@@ -205,7 +219,8 @@ impl Shapes {
         }
         for shape in shapes.values() {
             for p in &shape.properties {
-                if let Some(node) = &p.node {
+                let named = p.node.iter().chain(p.or.iter().flatten());
+                for node in named {
                     if !shapes.contains_key(node) {
                         return Err(format!("sh:node {node} is not defined"));
                     }
@@ -260,9 +275,9 @@ impl Shapes {
         for ps in &shape.properties {
             let values = index.values(focus, &ps.path);
             let here = if ps.path.as_ref() == rdf::TYPE {
-                format!("{path}.type")
+                join(path, "type")
             } else {
-                format!("{path}.{}", short(ps.path.as_str()))
+                join(path, short(ps.path.as_str()))
             };
             let mut fail = |constraint: String, value: Option<&Term>, message: String| {
                 out.push(Failure {
@@ -310,29 +325,71 @@ impl Shapes {
                 self.check_value(index, ps, value, &here, &mut fail);
             }
             if let Some(node_shape) = &ps.node {
-                for value in values {
-                    match value {
-                        Term::NamedNode(n) => {
-                            let n = NamedOrBlankNode::from(n.clone());
-                            self.validate_node(index, node_shape, &n, &here, out, seen)
-                        }
-                        Term::BlankNode(b) => {
-                            let b = NamedOrBlankNode::from(b.clone());
-                            self.validate_node(index, node_shape, &b, &here, out, seen)
-                        }
-                        other => out.push(Failure {
-                            path: here.clone(),
-                            constraint: format!("sh:node {}", short_shape(node_shape)),
-                            value: Some(index.display(other)),
-                            message: format!(
-                                "{here} must be an object, found {:?}",
-                                index.display(other)
-                            ),
-                        }),
-                    }
+                for value in &values {
+                    self.value_node(index, node_shape, value, &here, out, seen);
+                }
+            }
+            if let Some(alternatives) = &ps.or {
+                for value in &values {
+                    self.value_or(index, alternatives, value, &here, out, seen);
                 }
             }
         }
+    }
+
+    /// `sh:node`: the value must be a node conforming to `shape_name`.
+    fn value_node(
+        &self,
+        index: &Index<'_>,
+        shape_name: &str,
+        value: &Term,
+        here: &str,
+        out: &mut Vec<Failure>,
+        seen: &mut HashSet<(String, NamedOrBlankNode)>,
+    ) {
+        match value {
+            Term::NamedNode(n) => {
+                let n = NamedOrBlankNode::from(n.clone());
+                self.validate_node(index, shape_name, &n, here, out, seen)
+            }
+            Term::BlankNode(b) => {
+                let b = NamedOrBlankNode::from(b.clone());
+                self.validate_node(index, shape_name, &b, here, out, seen)
+            }
+            other => out.push(Failure {
+                path: here.to_owned(),
+                constraint: format!("sh:node {}", short_shape(shape_name)),
+                value: Some(index.display(other)),
+                message: format!("{here} must be an object, found {:?}", index.display(other)),
+            }),
+        }
+    }
+
+    /// `sh:or`: the value conforms to one of `alternatives`. When it conforms to none, the
+    /// failures reported are those of the alternative it came closest to (fewest failures),
+    /// which for a typed object is the shape of its type.
+    fn value_or(
+        &self,
+        index: &Index<'_>,
+        alternatives: &[String],
+        value: &Term,
+        here: &str,
+        out: &mut Vec<Failure>,
+        seen: &HashSet<(String, NamedOrBlankNode)>,
+    ) {
+        let mut closest: Option<Vec<Failure>> = None;
+        for alternative in alternatives {
+            let mut failures = Vec::new();
+            let mut seen = seen.clone();
+            self.value_node(index, alternative, value, here, &mut failures, &mut seen);
+            if failures.is_empty() {
+                return;
+            }
+            if closest.as_ref().is_none_or(|c| failures.len() < c.len()) {
+                closest = Some(failures);
+            }
+        }
+        out.extend(closest.unwrap_or_default());
     }
 
     fn check_value(
@@ -422,18 +479,6 @@ impl Shapes {
                     Some(value),
                     format!(
                         "{here} has the value {shown:?}, which is not one of the allowed values"
-                    ),
-                );
-            }
-        }
-        if let (Some(form), Some(text)) = (&ps.lexical, text) {
-            if !valid_lexical(form.as_ref(), text) {
-                fail(
-                    format!("dsn:lexicalForm {}", form.as_str()),
-                    Some(value),
-                    format!(
-                        "{here} has the value {shown:?}, which is not a valid {}",
-                        short_xsd(form.as_str())
                     ),
                 );
             }
@@ -558,7 +603,7 @@ fn property_shape(graph: &Graph, node: &NamedOrBlankNode) -> Result<PropertyShap
         has_value: None,
         allowed: None,
         node: None,
-        lexical: None,
+        or: None,
     };
     let mut has_path = false;
     let count = |t: TermRef<'_>| -> Result<usize, String> {
@@ -603,27 +648,13 @@ fn property_shape(graph: &Graph, node: &NamedOrBlankNode) -> Result<PropertyShap
                 let regex = Regex::new(l.value()).map_err(|e| format!("sh:pattern {l}: {e}"))?;
                 ps.pattern = Some((regex, l.value().to_owned()));
             }
-            Some("in") => {
-                let mut items = Vec::new();
-                let mut cell = o.into_owned();
-                while cell != Term::from(rdf::NIL.into_owned()) {
-                    let subject: NamedOrBlankNode = match &cell {
-                        Term::BlankNode(b) => b.clone().into(),
-                        _ => return Err("sh:in must be a list".into()),
-                    };
-                    let first = graph
-                        .object_for_subject_predicate(&subject, rdf::FIRST)
-                        .ok_or("sh:in: broken list")?;
-                    items.push(first.into_owned());
-                    cell = graph
-                        .object_for_subject_predicate(&subject, rdf::REST)
-                        .ok_or("sh:in: broken list")?
-                        .into_owned();
-                }
-                ps.allowed = Some(items);
-            }
-            _ if triple.predicate.as_str() == format!("{DSN}lexicalForm") => {
-                ps.lexical = Some(iri(o)?)
+            Some("in") => ps.allowed = Some(list(graph, o).map_err(|e| format!("sh:in: {e}"))?),
+            Some("or") => {
+                let names = list(graph, o).map_err(|e| format!("sh:or: {e}"))?;
+                let names = names
+                    .iter()
+                    .map(|t| iri(t.as_ref()).map(NamedNode::into_string));
+                ps.or = Some(names.collect::<Result<_, _>>()?);
             }
             _ => return Err(format!("unsupported constraint {}", triple.predicate)),
         }
@@ -634,9 +665,32 @@ fn property_shape(graph: &Graph, node: &NamedOrBlankNode) -> Result<PropertyShap
     Ok(ps)
 }
 
+/// The members of the RDF list at `head`.
+fn list(graph: &Graph, head: TermRef<'_>) -> Result<Vec<Term>, String> {
+    let mut items = Vec::new();
+    let mut cell = head.into_owned();
+    while cell != Term::from(rdf::NIL.into_owned()) {
+        let subject: NamedOrBlankNode = match &cell {
+            Term::BlankNode(b) => b.clone().into(),
+            _ => return Err("not a list".into()),
+        };
+        let first = graph
+            .object_for_subject_predicate(&subject, rdf::FIRST)
+            .ok_or("broken list")?;
+        items.push(first.into_owned());
+        cell = graph
+            .object_for_subject_predicate(&subject, rdf::REST)
+            .ok_or("broken list")?
+            .into_owned();
+    }
+    Ok(items)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SHAPE_NS: &str = "https://w3id.org/dataspace-node/shapes#";
 
     #[test]
     fn every_shape_file_is_registered_and_loads() {
@@ -660,8 +714,57 @@ mod tests {
         ] {
             assert!(shapes.has_shape(&format!("https://w3id.org/dataspace-node/shapes#{name}")));
         }
+        for class in ["Create", "Update", "Add"] {
+            let class = NamedNode::new_unchecked(format!("{AS}{class}"));
+            assert!(shapes.shape_for_class(class.as_ref()).is_some(), "{class}");
+        }
+        // Nested consignments are typed Consignment too: no shape may target the class.
         let consignment = NamedNode::new_unchecked(format!("{UNECE}Consignment"));
-        assert!(shapes.shape_for_class(consignment.as_ref()).is_some());
+        assert!(shapes.shape_for_class(consignment.as_ref()).is_none());
+    }
+
+    /// The date-time pattern of the shapes says what xsd:dateTime says (four-digit years).
+    #[test]
+    fn the_date_time_pattern_is_the_xsd_lexical_space() {
+        let shapes = Shapes::load(HashMap::new()).unwrap();
+        let event = &shapes.shapes[&format!("{SHAPE_NS}TransportEvent")];
+        let (pattern, _) = event
+            .properties
+            .iter()
+            .find_map(|p| {
+                p.pattern
+                    .as_ref()
+                    .filter(|_| p.path.as_str().ends_with("DateTime"))
+            })
+            .unwrap();
+        let mut checked = 0;
+        for year in ["2024", "2026", "1900", "2000", "2100", "0400"] {
+            for month in 0..=13 {
+                for day in [0, 1, 9, 28, 29, 30, 31, 32] {
+                    for time in [
+                        "T08:00:00Z",
+                        "T23:59:59.125+03:00",
+                        "T24:00:00Z",
+                        "T08:00:00",
+                        "T8:00:00Z",
+                        "T08:00:00+14:30",
+                        "",
+                    ] {
+                        let text = format!("{year}-{month:02}-{day:02}{time}");
+                        assert_eq!(
+                            pattern.is_match(&text),
+                            valid_lexical(xsd::DATE_TIME, &text) && !text.contains("T24"),
+                            "{text}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 4000);
+        for text in ["2026-3-5T10:00:00Z", "not-a-date", "2026-12-01T08:00:00ZZ"] {
+            assert!(!pattern.is_match(text), "{text}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub mod memory;
 pub mod queries;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,8 @@ pub struct Store {
     /// Commits since the memtables were last flushed, and when that was.
     unflushed: AtomicU64,
     flushed: Mutex<Instant>,
+    /// The last time [`Store::stamp`] handed out, in milliseconds since the epoch.
+    stamped: AtomicI64,
 }
 
 /// Flush after this many commits...
@@ -43,7 +45,27 @@ impl Store {
             writer: Mutex::new(()),
             unflushed: AtomicU64::new(0),
             flushed: Mutex::new(Instant::now()),
+            stamped: AtomicI64::new(0),
         })
+    }
+
+    /// A write's time, in milliseconds since the epoch: the clock, but strictly later than any
+    /// stamp before it (also when the clock steps back). Taken inside a [`Store::write`], stamps
+    /// increase in commit order — what the lists' newest-first order rests on.
+    pub fn stamp(&self) -> i64 {
+        let now = chrono::Utc::now().timestamp_millis();
+        let previous = self
+            .stamped
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some(now.max(last + 1))
+            })
+            .unwrap_or_else(|last| last);
+        now.max(previous + 1)
+    }
+
+    /// Makes later stamps follow `ms` (the newest time stored, at start-up).
+    pub fn stamped_at_least(&self, ms: i64) {
+        self.stamped.fetch_max(ms, Ordering::SeqCst);
     }
 
     /// The underlying store, for reads (queries, pattern lookups).
@@ -117,6 +139,18 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_increase_strictly_even_within_a_millisecond() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let stamps: Vec<i64> = (0..10_000).map(|_| store.stamp()).collect();
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]));
+        // A stored time ahead of the clock (it stepped back since) is followed, not repeated.
+        let ahead = chrono::Utc::now().timestamp_millis() + 60_000;
+        store.stamped_at_least(ahead);
+        assert_eq!(store.stamp(), ahead + 1);
+    }
 
     #[test]
     fn flushes_once_enough_was_written() {

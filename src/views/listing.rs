@@ -1,5 +1,7 @@
 //! The order of the consignment lists: per organisation, its records by (creation time,
-//! aig id), newest first. A SPARQL `ORDER BY` would sort all of an organisation's records for
+//! aig id), newest first. Creation times are store stamps ([`Store::stamp`]), strictly
+//! increasing in commit order, so the order is commit order; the aig id only breaks ties among
+//! records written before stamps. A SPARQL `ORDER BY` would sort all of an organisation's records for
 //! every page (290 ms at 5,000); this index is built from the store's record index at
 //! start-up and kept current after each committed `Create`, so a page is a range walk plus
 //! one summary look-up per row. It also answers "is this record one of the organisation's?"
@@ -56,9 +58,11 @@ pub fn aig_of(row: &oxigraph::sparql::QuerySolution) -> Option<String> {
 }
 
 impl Listing {
-    /// Reads every record of the store's index. Blocking.
+    /// Reads every record of the store's index, and makes the store's stamps follow the
+    /// newest creation time. Blocking.
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let listing = Self::default();
+        let mut newest = 0;
         queries.each(store, "consignment_records", &[], |row| {
             let text = |v: &str| match row.get(v) {
                 Some(Term::Literal(l)) => Some(l.value().to_owned()),
@@ -67,11 +71,13 @@ impl Listing {
             };
             if let (Some(org), Some(aig), Some(at)) = (text("org"), aig_of(&row), text("created")) {
                 if let Some(ms) = millis(&at) {
+                    newest = newest.max(ms);
                     listing.insert(&org, (ms, aig));
                 }
             }
             true
         })?;
+        store.stamped_at_least(newest);
         Ok(listing)
     }
 

@@ -205,13 +205,29 @@ async fn the_identical_activity_twice_is_applied_once() {
 }
 
 #[tokio::test]
-async fn record_keys_must_be_json_strings() {
+async fn record_keys_must_be_strings_or_value_objects_of_strings() {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
-    for (field, value) in [("globalId", json!(417)), ("identifier", json!(["FWD"]))] {
+    for (field, value) in [
+        ("globalId", json!(417)),
+        ("identifier", json!(["FWD"])),
+        ("globalId", json!({"@value": 417})),
+        ("identifier", json!({"@value": {"nested": "x"}})),
+        ("identifier", json!({"@id": "urn:x:FWD"})),
+        ("globalId", json!(true)),
+    ] {
         let mut activity = as_org(example("create-consignment"), trader.org());
-        activity["object"][field] = value;
-        let entry = trader.publish(&node, &activity).await;
+        activity["object"][field] = value.clone();
+        let r = trader.post(&node, &activity).await;
+        if r.status() == StatusCode::BAD_REQUEST {
+            // Not JSON-LD at all (a value object whose @value is an object): a request error
+            // naming the field.
+            let body = json_body(r).await;
+            assert!(body.to_string().contains(field), "{value}: {body}");
+            continue;
+        }
+        assert_eq!(r.status(), StatusCode::CREATED, "{value}");
+        let entry = json_body(r).await;
         let error = task_error(&entry);
         assert_eq!(error["cause"]["name"], "ValidationError", "{error:#}");
         let failures = error["cause"]["properties"]["failures"].as_array().unwrap();
@@ -488,11 +504,6 @@ async fn every_required_field_missing_in_turn_fails_the_task() {
             "/object/occurrenceDateTime",
             "object.occurrenceDateTime",
         ),
-        (
-            document.clone(),
-            "/object/documentTypeCode",
-            "object.documentTypeCode",
-        ),
         (document.clone(), "/object/uRIId", "object.uRIId"),
         (document.clone(), "/object/identifier", "object.identifier"),
         (event.clone(), "/target/globalId", "target.globalId"),
@@ -529,8 +540,11 @@ async fn wrong_value_forms_fail_the_task_naming_field_and_value() {
         ("/object/atDepartureTransportMovement/transportModeCode", json!("sea"), "object.atDepartureTransportMovement.transportModeCode", "sea"),
         ("/object/atDepartureTransportMovement/transportModeCode", json!("unece:TransportModeCodeList#12"), "object.atDepartureTransportMovement.transportModeCode", "TransportModeCodeList#12"),
         ("/object/atArrivalTransportMovement/arrivalEvent/0/scheduledOccurrenceDateTime", json!("2026-02-30T06:00:00Z"), "object.atArrivalTransportMovement.arrivalEvent.scheduledOccurrenceDateTime", "2026-02-30T06:00:00Z"),
-        ("/object/atArrivalTransportMovement/arrivalEvent/0/occurrenceLogisticsLocation/identifier", json!({"@type": "https://ref.gs1.org/voc/LocationID_Type-IATA_CODE", "@value": "MBA"}), "object.atArrivalTransportMovement.arrivalEvent.occurrenceLogisticsLocation.identifier", "MBA"),
-        ("/object/consignmentItemQuantity", json!({"unece:QuantityTypeValue": "two"}), "object.consignmentItemQuantity.QuantityTypeValue", "two"),
+        ("/object/atArrivalTransportMovement/arrivalEvent/0/scheduledOccurrenceDateTime", json!("2026-12-5T06:00:00Z"), "object.atArrivalTransportMovement.arrivalEvent.scheduledOccurrenceDateTime", "2026-12-5T06:00:00Z"),
+        ("/object/atArrivalTransportMovement/arrivalEvent/0/occurrenceLogisticsLocation/identifier", json!({"nested": {"@value": "KEMBA"}}), "object.atArrivalTransportMovement.arrivalEvent.occurrenceLogisticsLocation.identifier", ""),
+        ("/object/consignmentItemQuantity", json!({"unece:QuantityTypeCode": "XCN"}), "object.consignmentItemQuantity.QuantityTypeValue", ""),
+        ("/object/consignmentItemQuantity/unece:QuantityTypeCode", json!("unece:UnitMeasureCode#xcn"), "object.consignmentItemQuantity.QuantityTypeCode", "UnitMeasureCode#xcn"),
+        ("/object/atDepartureTransportMovement/usedTransportMeans/type", json!("TransportMovement"), "object.atDepartureTransportMovement.usedTransportMeans.type", "TransportMovement"),
         ("/object/includedConsignment/0/includedConsignmentItem/0/originCountry/countryId", json!("unece:CountryId#Kenya"), "object.includedConsignment.includedConsignmentItem.originCountry.countryId", "CountryId#Kenya"),
         ("/object/utilizedTransportEquipment/0/identifier", json!({"nested": true}), "object.utilizedTransportEquipment.identifier", ""),
         ("/object/summaryDescriptoin", json!("typo"), "object.summaryDescriptoin", ""),
