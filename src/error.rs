@@ -25,6 +25,13 @@ pub enum Error {
     /// 409 `GeneralError`: the resource already exists (a policy uid).
     #[error("{0}")]
     Conflict(String),
+    /// 409 `GeneralError`: an id names consignments of several publishers the caller may read;
+    /// `properties.candidates` lists them (`aigId`, `publisher`) so it can name one by aig id.
+    #[error("{message}")]
+    Ambiguous {
+        message: String,
+        candidates: Vec<Value>,
+    },
     /// 405 `GeneralError`.
     #[error("method not allowed on this path")]
     MethodNotAllowed,

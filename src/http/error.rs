@@ -30,6 +30,11 @@ impl IntoResponse for Error {
             Error::Forbidden(_) => general(StatusCode::FORBIDDEN, message, Map::new()),
             Error::NotFound(_) => general(StatusCode::NOT_FOUND, message, Map::new()),
             Error::Conflict(_) => general(StatusCode::CONFLICT, message, Map::new()),
+            Error::Ambiguous { candidates, .. } => {
+                let mut properties = Map::new();
+                properties.insert("candidates".into(), Value::Array(candidates));
+                general(StatusCode::CONFLICT, message, properties)
+            }
             Error::MethodNotAllowed => general(StatusCode::METHOD_NOT_ALLOWED, message, Map::new()),
             Error::NotAcceptable(_) => general(StatusCode::NOT_ACCEPTABLE, message, Map::new()),
             Error::RequestTimeout { .. } => {

@@ -65,6 +65,29 @@ impl TaskError {
         )
     }
 
+    /// An `Add` whose target names consignments of several publishers: nothing is stored, and
+    /// the candidates are listed (`aigId`, `publisher`) so that `target.globalId` can name one
+    /// by its aig id.
+    pub fn ambiguous<'a>(
+        key: &str,
+        candidates: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let candidates: Vec<Value> = candidates
+            .into_iter()
+            .map(|(aig, publisher)| json!({"aigId": format!("aig:{aig}"), "publisher": publisher}))
+            .collect();
+        Self::new(
+            "ConflictError",
+            "dataspaceDataPlaneService.activityConflict",
+            "ConflictError",
+            format!(
+                "{key:?} names consignments of more than one publisher shared with your \
+                 organisation; name one by its aig id in target.globalId"
+            ),
+            Some(json!({ "candidates": candidates })),
+        )
+    }
+
     pub fn conflict(message: String) -> Self {
         Self::new(
             "ConflictError",

@@ -275,16 +275,47 @@ impl Intake {
             }
             Kind::Add => {
                 let key = id(activity.target(), "globalId");
-                (!found(&key, true)?).then(|| {
-                    failure(
+                let shared = if found(&key, false)? {
+                    1
+                } else {
+                    self.shared_matches(caller, &key)?
+                };
+                match shared {
+                    0 => Some(failure(
                         "target.globalId",
                         "NotFoundError",
                         key.clone(),
-                        format!("no consignment with globalId {key:?} is available to your organisation"),
-                    )
-                })
+                        format!(
+                            "no consignment with globalId {key:?} is available to your organisation"
+                        ),
+                    )),
+                    1 => None,
+                    _ => Some(failure(
+                        "target.globalId",
+                        "ConflictError",
+                        key.clone(),
+                        format!(
+                            "{key:?} names consignments of more than one publisher shared with \
+                             your organisation; name one by its aig id"
+                        ),
+                    )),
+                }
             }
         })
+    }
+
+    /// How many consignments shared with the caller `key` names. Blocking.
+    fn shared_matches(&self, caller: &Caller, key: &str) -> Result<usize> {
+        let org = NamedNode::new_unchecked(caller.organization.as_str());
+        let bindings = [("org", org.into()), ("key", literal(key))];
+        let rows = self
+            .queries
+            .select(&self.store, "consignment_shared_by_key", &bindings)?;
+        let records: HashSet<String> = rows
+            .iter()
+            .filter_map(|r| r.get("record").map(|t| t.to_string()))
+            .collect();
+        Ok(records.len())
     }
 
     /// Is a consignment with globalId or identifier `key` the caller's own (or, with `shared`,

@@ -158,15 +158,22 @@ impl Apply<'_> {
 
     /// One of the caller organisation's own consignments, by globalId or identifier.
     fn lookup(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
-        self.find(tx, "consignment_by_key", key)
+        Ok(self.find(tx, "consignment_by_key", key)?.into_iter().next())
     }
 
-    /// A consignment another organisation shared with the caller's, by globalId or identifier.
-    fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
-        self.find(tx, "consignment_shared_by_key", key)
+    /// The consignments other organisations shared with the caller's, by globalId, identifier
+    /// or aig id (at most one per record).
+    fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
+        let mut found: Vec<Record> = Vec::new();
+        for record in self.find(tx, "consignment_shared_by_key", key)? {
+            if !found.iter().any(|r| r.consignment == record.consignment) {
+                found.push(record);
+            }
+        }
+        Ok(found)
     }
 
-    fn find(&self, tx: &Transaction<'_>, query: &str, key: &str) -> Result<Option<Record>> {
+    fn find(&self, tx: &Transaction<'_>, query: &str, key: &str) -> Result<Vec<Record>> {
         let rows = self.queries.select_in(
             tx,
             query,
@@ -175,27 +182,30 @@ impl Apply<'_> {
                 ("key", literal(key)),
             ],
         )?;
-        Ok(rows.first().and_then(|row| {
-            let text = |v: &str| match row.get(v) {
-                Some(Term::Literal(l)) => Some(l.value().to_owned()),
-                _ => None,
-            };
-            let node = |v: &str| match row.get(v) {
-                Some(Term::NamedNode(n)) => Some(n.clone()),
-                _ => None,
-            };
-            let aig = text("aig")?;
-            Some(Record {
-                consignment: node("record")?,
-                publisher: node("publisher")
-                    .map(NamedNode::into_string)
-                    .unwrap_or_else(|| self.org().to_owned()),
-                aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
-                graph: node("graph")?,
-                global_id: text("globalId")?,
-                identifier: text("identifier")?,
+        Ok(rows
+            .iter()
+            .filter_map(|row| {
+                let text = |v: &str| match row.get(v) {
+                    Some(Term::Literal(l)) => Some(l.value().to_owned()),
+                    _ => None,
+                };
+                let node = |v: &str| match row.get(v) {
+                    Some(Term::NamedNode(n)) => Some(n.clone()),
+                    _ => None,
+                };
+                let aig = text("aig")?;
+                Some(Record {
+                    consignment: node("record")?,
+                    publisher: node("publisher")
+                        .map(NamedNode::into_string)
+                        .unwrap_or_else(|| self.org().to_owned()),
+                    aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
+                    graph: node("graph")?,
+                    global_id: text("globalId")?,
+                    identifier: text("identifier")?,
+                })
             })
-        }))
+            .collect())
     }
 
     fn ids(&self) -> (String, String) {
@@ -406,9 +416,20 @@ impl Apply<'_> {
             .and_then(|t| string_value(t.get("globalId")))
             .unwrap_or_default()
             .to_owned();
+        // The caller's own consignment wins; among shared ones the key must name exactly one,
+        // or another publisher's consignment could receive what was meant for this one.
         let found = match self.lookup(tx, &target_key)? {
             Some(own) => Some(own),
-            None => self.lookup_shared(tx, &target_key)?,
+            None => {
+                let mut shared = self.lookup_shared(tx, &target_key)?;
+                if shared.len() > 1 {
+                    let candidates = shared
+                        .iter()
+                        .map(|r| (r.aig_hex.as_str(), r.publisher.as_str()));
+                    return Ok(Err(TaskError::ambiguous(&target_key, candidates)));
+                }
+                shared.pop()
+            }
         };
         let Some(record) = found else {
             return Ok(Err(TaskError::not_found(format!(

@@ -429,8 +429,12 @@ impl Views {
     }
 
     /// Resolves a path id (globalId, identifier or `aig:` id) to a consignment the caller may
-    /// read in `scope`: its own first, then those shared with it. 404 otherwise, with the same
-    /// message whether or not the consignment exists.
+    /// read in `scope`: its own first (the spec: "the caller's own copy wins"), else the one
+    /// consignment shared with it under that id. When several publishers' consignments shared
+    /// with it carry the id, choosing one would let any of them take over the id (an agency
+    /// reading, or adding its report to, another publisher's consignment): 409 listing them,
+    /// to be named by aig id. 404 otherwise, with the same message whether or not the
+    /// consignment exists.
     pub fn resolve(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Visible> {
         let org = caller.organization.as_str();
         let mut rows = self.queries.select(
@@ -440,29 +444,49 @@ impl Views {
         )?;
         // Own records first; the query orders the rest newest first.
         rows.sort_by_key(|row| text(row, "org").as_deref() != Some(org));
+        let mut visible: Vec<(Visible, String)> = Vec::new();
         for row in rows {
             let (Some(record), Some(graph), Some(publisher)) =
                 (node(&row, "record"), node(&row, "graph"), text(&row, "org"))
             else {
                 continue;
             };
+            if visible.iter().any(|(v, _)| v.record == record) {
+                continue;
+            }
             let aig = text(&row, "aig").unwrap_or_default();
             let (graphs, remote) =
                 self.scope_graphs(org, scope, &record, &aig, &publisher, &graph)?;
             if graphs.is_empty() && remote.is_empty() {
                 continue;
             }
-            return Ok(Visible {
-                record,
-                aig,
-                graph,
-                created: text(&row, "created").unwrap_or_default(),
-                updated: text(&row, "updated").unwrap_or_default(),
-                graphs,
-                remote,
-            });
+            let own = publisher == org;
+            visible.push((
+                Visible {
+                    record,
+                    aig,
+                    graph,
+                    created: text(&row, "created").unwrap_or_default(),
+                    updated: text(&row, "updated").unwrap_or_default(),
+                    graphs,
+                    remote,
+                },
+                publisher,
+            ));
+            if own {
+                break;
+            }
         }
-        Err(Error::NotFound(NOT_FOUND.into()))
+        let own = visible.first().is_some_and(|(_, p)| p == org);
+        match visible.len() {
+            0 => Err(Error::NotFound(NOT_FOUND.into())),
+            1 => Ok(visible.remove(0).0),
+            _ if own => Ok(visible.remove(0).0),
+            _ => Err(ambiguous(
+                id,
+                visible.iter().map(|(v, p)| (v.aig.as_str(), p.as_str())),
+            )),
+        }
     }
 
     /// The contribution graphs of one consignment that `org` reads in `scope` (see the module
@@ -745,6 +769,19 @@ fn summary_row(row: &Row) -> Value {
     s.insert("dateCreated".into(), json!(row.created));
     s.insert("dateUpdated".into(), json!(row.updated));
     Value::Object(s)
+}
+
+/// The 409 for an id that names several publishers' consignments the caller may read.
+pub fn ambiguous<'a>(id: &str, candidates: impl Iterator<Item = (&'a str, &'a str)>) -> Error {
+    Error::Ambiguous {
+        message: format!(
+            "{id:?} names consignments of more than one publisher shared with your organisation; \
+             name one by its aig id"
+        ),
+        candidates: candidates
+            .map(|(aig, publisher)| serde_json::json!({"aigId": aig, "publisher": publisher}))
+            .collect(),
+    }
 }
 
 #[cfg(test)]

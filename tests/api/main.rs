@@ -9,6 +9,7 @@ mod crash;
 mod documents;
 mod export;
 mod federation;
+mod ids;
 mod inbox;
 mod linked;
 mod openapi;

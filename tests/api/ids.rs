@@ -1,0 +1,156 @@
+//! Ids never resolve silently to another publisher: a globalId or identifier that names
+//! consignments of several publishers shared with the caller is a 409 on reads and a failed
+//! `Add`, never a choice; the aig id names one. (Security review: an organisation outside the
+//! circle published the same ids as the real publisher, was shared with the same agency, and
+//! received the agency's confidential report.)
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::inbox::{as_org, assert_completed, example, task_error, Session};
+use crate::sharing::kenya_circle;
+
+const LIST: &str = "/supply-chain/data-space/consignments";
+const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
+const IDENTIFIER: &str = "FWD-2026-000417";
+
+async fn ok_json(r: reqwest::Response) -> Value {
+    assert_eq!(r.status(), StatusCode::OK);
+    json_body(r).await
+}
+
+fn report(to: &str) -> Value {
+    let mut add = example("add-document");
+    add["object"]["identifier"] = json!("B-CONFIDENTIAL-INSPECTION-REPORT");
+    add["object"]["uRIId"] =
+        json!("data:text/plain;base64,QiBDT05GSURFTlRJQUwgSU5TUEVDVElPTiBSRVBPUlQ=");
+    add["target"]["globalId"] = json!(to);
+    add
+}
+
+#[tokio::test]
+async fn a_squatted_global_id_never_routes_an_agencys_report_to_the_squatter() {
+    let node = TestNode::start().await;
+    let (_operator, publisher, agency) = kenya_circle(&node).await;
+    let squatter = Session::new(&node, "squatter@elsewhere.example").await;
+    publisher.publish_example(&node, "create-consignment").await;
+    // Same globalId and identifier, also entering Kenya: shared with the agency too.
+    squatter.publish_example(&node, "create-consignment").await;
+
+    // The agency sees both consignments in its list: neither hides the other.
+    let rows = ok_json(agency.get(&node, &format!("{LIST}?scope=shared")).await).await;
+    assert_eq!(rows["entities"].as_array().unwrap().len(), 2, "{rows:#}");
+
+    // Every read by a shared id is a 409 naming both, never one chosen.
+    let mut aig_of_publisher = String::new();
+    for id in [GLOBAL_ID, IDENTIFIER] {
+        for suffix in ["", "/events", "/documents"] {
+            let r = agency.get(&node, &format!("{LIST}/{id}{suffix}")).await;
+            let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
+            let candidates = body["properties"]["candidates"].as_array().unwrap();
+            assert_eq!(candidates.len(), 2, "{body:#}");
+            let publishers: Vec<&str> = candidates
+                .iter()
+                .map(|c| c["publisher"].as_str().unwrap())
+                .collect();
+            assert!(publishers.contains(&publisher.org()), "{body:#}");
+            assert!(publishers.contains(&squatter.org()), "{body:#}");
+            aig_of_publisher = candidates
+                .iter()
+                .find(|c| c["publisher"] == publisher.org())
+                .unwrap()["aigId"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+    }
+    // Each publisher still reads its own copy by the same ids (its own copy wins).
+    for who in [&publisher, &squatter] {
+        let r = who.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await;
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+
+    // The agency's report by globalId: refused, nothing stored anywhere.
+    let entry = agency
+        .publish(&node, &as_org(report(GLOBAL_ID), agency.org()))
+        .await;
+    let error = task_error(&entry);
+    assert_eq!(error["name"], "ConflictError", "{error:#}");
+    assert_eq!(
+        error["cause"]["properties"]["candidates"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    for who in [&publisher, &squatter] {
+        let docs = ok_json(
+            who.get(&node, &format!("{LIST}/{GLOBAL_ID}/documents"))
+                .await,
+        )
+        .await;
+        assert_eq!(docs["entities"], json!([]), "{docs:#}");
+    }
+
+    // By the aig id: the real publisher's consignment, read and reported on.
+    let r = agency
+        .get(&node, &format!("{LIST}/{aig_of_publisher}"))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let entry = agency
+        .publish(&node, &as_org(report(&aig_of_publisher), agency.org()))
+        .await;
+    assert_completed(&entry);
+    let docs = ok_json(
+        publisher
+            .get(&node, &format!("{LIST}/{GLOBAL_ID}/documents"))
+            .await,
+    )
+    .await;
+    assert_eq!(docs["entities"].as_array().unwrap().len(), 1, "{docs:#}");
+    let docs = ok_json(
+        squatter
+            .get(&node, &format!("{LIST}/{GLOBAL_ID}/documents"))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        docs["entities"],
+        json!([]),
+        "the squatter gets nothing: {docs:#}"
+    );
+    let all = ok_json(
+        squatter
+            .get(&node, "/supply-chain/data-space/documents")
+            .await,
+    )
+    .await;
+    assert_eq!(all["entities"], json!([]), "{all:#}");
+}
+
+/// With one publisher's consignment shared, a globalId still resolves as before, and an
+/// organisation's own copy wins over a shared one with the same id.
+#[tokio::test]
+async fn a_single_match_or_an_own_copy_resolves_without_conflict() {
+    let node = TestNode::start().await;
+    let (_operator, publisher, agency) = kenya_circle(&node).await;
+    publisher.publish_example(&node, "create-consignment").await;
+    let r = agency.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let entry = agency
+        .publish(&node, &as_org(report(GLOBAL_ID), agency.org()))
+        .await;
+    assert_completed(&entry);
+    // The agency publishes a consignment of its own with the same ids: its own wins.
+    agency.publish_example(&node, "create-consignment").await;
+    let view = ok_json(
+        agency
+            .get(&node, &format!("{LIST}/{GLOBAL_ID}?scope=own"))
+            .await,
+    )
+    .await;
+    let own_aig = view["id"].as_str().unwrap().to_owned();
+    let view = ok_json(agency.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await).await;
+    assert_eq!(view["id"], own_aig.as_str());
+}
