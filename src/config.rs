@@ -87,6 +87,36 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_SPARQL_MAX_ROWS", default_value_t = 10_000)]
     pub sparql_max_rows: usize,
 
+    /// Most memory one SPARQL query may make the node's heap grow by, in MiB (the query is
+    /// stopped and answered 400 beyond).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_SPARQL_MAX_MEMORY_MB",
+        default_value_t = 512
+    )]
+    pub sparql_max_memory_mb: usize,
+
+    /// Longest value (string or IRI) a SPARQL query may build with BIND or a projected
+    /// expression, in bytes (the query is stopped and answered 400 beyond).
+    #[arg(long, env = "DATASPACE_NODE_SPARQL_MAX_VALUE_BYTES", default_value_t = 1 << 20)]
+    pub sparql_max_value_bytes: usize,
+
+    /// SPARQL queries the node evaluates at once (429 with Retry-After beyond).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_SPARQL_MAX_CONCURRENT",
+        default_value_t = 4
+    )]
+    pub sparql_max_concurrent: usize,
+
+    /// SPARQL queries one organisation may have evaluated at once (429 with Retry-After beyond).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_SPARQL_MAX_CONCURRENT_PER_ORG",
+        default_value_t = 2
+    )]
+    pub sparql_max_concurrent_per_org: usize,
+
     /// Write the SPARQL endpoint's readable-graph markers again at start-up. Needed once
     /// after an earlier version of the node (one that did not keep them) ran on this data
     /// dir: their grants and revocations left the markers behind.
@@ -150,6 +180,10 @@ impl Config {
             list_link_ttl_secs: 300,
             sparql_timeout_secs: 10,
             sparql_max_rows: 10_000,
+            sparql_max_memory_mb: 512,
+            sparql_max_value_bytes: 1 << 20,
+            sparql_max_concurrent: 4,
+            sparql_max_concurrent_per_org: 2,
             rebuild_markers: false,
             federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),

@@ -45,8 +45,8 @@ pub enum Error {
     /// 413 `GeneralError`.
     #[error("request body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },
-    /// 429 `GeneralError` with `Retry-After`.
-    #[error("too many failed attempts; retry after {retry_after_secs} s")]
+    /// 429 `GeneralError` with `Retry-After`: too many failed logins, too many queries at once.
+    #[error("too many requests; retry after {retry_after_secs} s")]
     TooManyRequests { retry_after_secs: u64 },
     /// 503 `GeneralError`: the node cannot serve right now (store unavailable, overloaded).
     #[error("{0}")]

@@ -108,6 +108,9 @@ pub async fn run(
     let shutdown = async move {
         shutdown.await;
         closing.closing.send_replace(true);
+        // Graceful shutdown waits for in-flight requests and blocking tasks: a query must not
+        // hold it up until its time limit.
+        closing.sparql.cancel_all();
     };
     let limits = http::serve::Limits {
         max_connections: node.config.max_connections,

@@ -147,6 +147,14 @@ impl Node {
             listing,
             std::time::Duration::from_secs(config.sparql_timeout_secs),
             config.sparql_max_rows,
+            crate::sparql::guard::Limits {
+                max_value_bytes: config.sparql_max_value_bytes,
+                max_memory_bytes: config.sparql_max_memory_mb << 20,
+            },
+            crate::sparql::Concurrency {
+                node: config.sparql_max_concurrent.max(1),
+                organization: config.sparql_max_concurrent_per_org.max(1),
+            },
         );
         let vocabulary = Vocabulary::load()?;
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");

@@ -8,7 +8,6 @@ use axum::http::{header, HeaderMap};
 use axum::response::Response;
 use oxigraph::io::{RdfFormat, RdfSerializer};
 use oxigraph::sparql::results::{QueryResultsFormat, QueryResultsSerializer};
-use oxigraph::sparql::CancellationToken;
 
 use super::extract::Body;
 use super::negotiate::{negotiate, negotiated};
@@ -129,14 +128,16 @@ async fn answer(
         Form::Graph => GRAPHS,
     };
     let (media_type, _) = negotiate(headers, offers)?;
-    // The time limit: the caller is answered when it passes, and the token makes the
-    // evaluation stop at its next read of the store (a join over rows already in memory may
-    // run on a little; see docs/API.md).
-    let cancel = CancellationToken::new();
+    // A place among the running queries, held by the evaluation itself (see `Permit`).
+    let permit = node.sparql.admit(&caller.organization)?;
+    // The time limit: the caller is answered when it passes, and the token stops the
+    // evaluation (at its next store read, or its next solution: `sparql::guard`).
+    let cancel = permit.token.clone();
     let stop = cancel.clone();
     // Evaluation and serialisation are store reads and CPU work.
     let worker = node.clone();
     let work = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
         let started = std::time::Instant::now();
         let answer = worker
             .sparql
@@ -151,11 +152,16 @@ async fn answer(
         }
         answer
     });
+    let mut closing = node.closing.subscribe();
     let bytes = tokio::select! {
         done = work => done?,
         () = tokio::time::sleep(node.sparql.timeout()) => {
             stop.cancel();
             Err(crate::sparql::timed_out())
+        }
+        _ = closing.wait_for(|closed| *closed) => {
+            stop.cancel();
+            Err(Error::Unavailable("the node is shutting down".into()))
         }
     };
     Ok(negotiated(media_type, bytes?))

@@ -10,6 +10,7 @@
 //! - Query only: an update is refused (403), `SERVICE` too (400).
 //! - A time limit that cancels the evaluation, and a cap on result rows.
 
+pub mod guard;
 pub mod isolate;
 
 use std::collections::HashSet;
@@ -119,6 +120,52 @@ pub struct Sparql {
     listing: Arc<Listing>,
     timeout: Duration,
     max_rows: usize,
+    limits: guard::Limits,
+    running: Arc<Running>,
+}
+
+/// How many queries may run at once, on the node and per organisation.
+#[derive(Debug, Clone, Copy)]
+pub struct Concurrency {
+    pub node: usize,
+    pub organization: usize,
+}
+
+/// The queries running now, per organisation, and their tokens (to stop them at shutdown).
+struct Running {
+    limits: Concurrency,
+    state: std::sync::Mutex<RunningState>,
+}
+
+#[derive(Default)]
+struct RunningState {
+    total: usize,
+    by_org: std::collections::HashMap<String, usize>,
+    tokens: std::collections::HashMap<u64, CancellationToken>,
+    next: u64,
+}
+
+/// A place among the running queries, given back when the evaluation ends (not when the caller
+/// is answered: a query past its time limit still holds its place until it has stopped).
+pub struct Permit {
+    running: Arc<Running>,
+    org: String,
+    id: u64,
+    pub token: CancellationToken,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut state = self.running.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.total -= 1;
+        if let Some(n) = state.by_org.get_mut(&self.org) {
+            *n -= 1;
+            if *n == 0 {
+                state.by_org.remove(&self.org);
+            }
+        }
+        state.tokens.remove(&self.id);
+    }
 }
 
 impl Sparql {
@@ -128,6 +175,8 @@ impl Sparql {
         listing: Arc<Listing>,
         timeout: Duration,
         max_rows: usize,
+        limits: guard::Limits,
+        concurrency: Concurrency,
     ) -> Self {
         Self {
             store,
@@ -135,6 +184,44 @@ impl Sparql {
             listing,
             timeout,
             max_rows,
+            limits,
+            running: Arc::new(Running {
+                limits: concurrency,
+                state: Default::default(),
+            }),
+        }
+    }
+
+    /// A place for one more query of `org`, or 429 when the node or the organisation runs as
+    /// many as it may.
+    pub fn admit(&self, org: &str) -> Result<Permit> {
+        let mut state = self.running.state.lock().unwrap_or_else(|p| p.into_inner());
+        let of_org = state.by_org.get(org).copied().unwrap_or(0);
+        let limits = self.running.limits;
+        if state.total >= limits.node || of_org >= limits.organization {
+            return Err(Error::TooManyRequests {
+                retry_after_secs: 1,
+            });
+        }
+        state.total += 1;
+        *state.by_org.entry(org.to_owned()).or_default() += 1;
+        state.next += 1;
+        let id = state.next;
+        let token = CancellationToken::new();
+        state.tokens.insert(id, token.clone());
+        Ok(Permit {
+            running: self.running.clone(),
+            org: org.to_owned(),
+            id,
+            token,
+        })
+    }
+
+    /// Stops every running evaluation (graceful shutdown).
+    pub fn cancel_all(&self) {
+        let state = self.running.state.lock().unwrap_or_else(|p| p.into_inner());
+        for token in state.tokens.values() {
+            token.cancel();
         }
     }
 
@@ -234,6 +321,8 @@ impl Sparql {
                 )
             },
         )?;
+        let query = guard::rewrite(query);
+        let (alive, bounded) = guard::functions(cancel.clone(), self.limits);
         let member = |set: Arc<Graphs>| {
             move |args: &[Term]| -> Option<Term> {
                 let yes =
@@ -247,6 +336,8 @@ impl Sparql {
                 member(default),
             )
             .with_custom_function(NamedNode::new_unchecked(isolate::IN_NAMED), member(named))
+            .with_custom_function(NamedNode::new_unchecked(guard::ALIVE), alive)
+            .with_custom_function(NamedNode::new_unchecked(guard::BOUNDED), bounded)
             .with_cancellation_token(cancel)
             .for_query(query);
         // Nothing is read from the store's default graph: every pattern names its graph.
@@ -260,34 +351,51 @@ impl Sparql {
                 format!("the query returns more than {cap} results; narrow it or add LIMIT"),
             )
         };
-        match prepared
-            .on_store(self.store.db())
-            .execute()
-            .map_err(evaluation)?
-        {
-            QueryResults::Solutions(solutions) => {
-                let variables = solutions.variables().to_vec();
-                let mut rows = Vec::new();
-                for row in solutions {
-                    rows.push(row.map_err(evaluation)?);
-                    if rows.len() > cap {
-                        return Err(too_many());
+        let store = self.store.db();
+        guard::evaluate(move || -> Result<Answer> {
+            match prepared.on_store(store).execute().map_err(evaluation)? {
+                QueryResults::Solutions(solutions) => {
+                    let variables = solutions.variables().to_vec();
+                    let mut rows = Vec::new();
+                    for row in solutions {
+                        rows.push(row.map_err(evaluation)?);
+                        if rows.len() > cap {
+                            return Err(too_many());
+                        }
                     }
+                    Ok(Answer::Solutions { variables, rows })
                 }
-                Ok(Answer::Solutions { variables, rows })
-            }
-            QueryResults::Boolean(b) => Ok(Answer::Boolean(b)),
-            QueryResults::Graph(triples) => {
-                let mut out = Vec::new();
-                for t in triples {
-                    out.push(t.map_err(evaluation)?);
-                    if out.len() > cap {
-                        return Err(too_many());
+                QueryResults::Boolean(b) => Ok(Answer::Boolean(b)),
+                QueryResults::Graph(triples) => {
+                    let mut out = Vec::new();
+                    for t in triples {
+                        out.push(t.map_err(evaluation)?);
+                        if out.len() > cap {
+                            return Err(too_many());
+                        }
                     }
+                    Ok(Answer::Graph(out))
                 }
-                Ok(Answer::Graph(out))
             }
-        }
+        })
+        .unwrap_or_else(|abort| Err(aborted(abort)))
+    }
+}
+
+fn aborted(abort: guard::Abort) -> Error {
+    match abort {
+        guard::Abort::Cancelled => timed_out(),
+        guard::Abort::Memory { limit } => Error::invalid_field(
+            "query",
+            format!(
+                "the query needed more than {} MB of memory and was stopped; narrow it",
+                limit >> 20
+            ),
+        ),
+        guard::Abort::Value { limit } => Error::invalid_field(
+            "query",
+            format!("the query built a value longer than {limit} bytes and was stopped"),
+        ),
     }
 }
 

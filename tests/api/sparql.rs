@@ -680,3 +680,90 @@ async fn rebuilding_the_markers_drops_those_no_grant_gives() {
     );
     assert_eq!(rows(&node, &s.agency, descriptions, &shared).await.len(), 1);
 }
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Values built from values (the review's query doubled a string thirty times, 48 MB → 3.2 GB
+/// before the time limit answered) are stopped at the value limit, at once.
+#[tokio::test]
+async fn a_query_that_builds_huge_values_is_stopped_at_the_value_limit() {
+    let s = setup(TestNode::start().await).await;
+    let mut q = String::from("SELECT (STRLEN(?s30) AS ?l) WHERE { BIND(\"x\" AS ?s0) ");
+    for i in 1..=30 {
+        q.push_str(&format!("BIND(CONCAT(?s{p},?s{p}) AS ?s{i}) ", p = i - 1));
+    }
+    q.push('}');
+    let before = rss_kb();
+    let started = std::time::Instant::now();
+    let body = assert_error(
+        query(&s.node, &s.trader, &q, &[]).await,
+        StatusCode::BAD_REQUEST,
+        "GeneralError",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().contains("longer than"),
+        "{body}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // 2^30 bytes is 1 GB; the limit (1 MiB) stops it at a few MB. The test process holds other
+    // tests' nodes too, so only a gross growth is asserted.
+    let grown_mb = rss_kb().saturating_sub(before) / 1024;
+    assert!(grown_mb < 256, "RSS grew by {grown_mb} MB");
+    // Below the limit the same kind of query answers.
+    let small = "SELECT (STRLEN(?t) AS ?l) WHERE { BIND(\"xy\" AS ?s) BIND(CONCAT(?s,?s) AS ?t) }";
+    let answer = rows(&s.node, &s.trader, small, &[]).await;
+    assert_eq!(answer[0]["l"], "4");
+}
+
+/// At most N queries of one organisation run at once: one more is 429 with Retry-After, and
+/// the place comes back when the running one has stopped.
+#[tokio::test]
+async fn queries_beyond_the_concurrency_limit_get_429() {
+    let s = setup(
+        TestNode::start_with(|c| {
+            c.sparql_timeout_secs = 3;
+            c.sparql_max_concurrent_per_org = 1;
+        })
+        .await,
+    )
+    .await;
+    let node = &s.node;
+    let trader = &s.trader;
+    let long = query(node, trader, EXPENSIVE, &[]);
+    let probe = async {
+        // Ask while the long query runs (it runs at least until its 3 s limit).
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let r = query(node, trader, "ASK { ?s ?p ?o }", &[]).await;
+            if r.status() == StatusCode::TOO_MANY_REQUESTS {
+                return r;
+            }
+        }
+    };
+    let (long, busy) = tokio::join!(long, probe);
+    assert_eq!(long.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(busy.headers().contains_key("retry-after"));
+    assert_error(busy, StatusCode::TOO_MANY_REQUESTS, "GeneralError").await;
+    // Another organisation was never limited by the trader's query; once the long query has
+    // stopped, the trader gets its place back.
+    let r = query(node, &s.outsider, "ASK { ?s ?p ?o }", &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut answered = false;
+    for _ in 0..300 {
+        let r = query(node, trader, "ASK { ?s ?p ?o }", &[]).await;
+        if r.status() == StatusCode::OK {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(answered, "the place came back");
+}
