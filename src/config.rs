@@ -46,8 +46,8 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_BODY_LIMIT_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub body_limit_bytes: usize,
 
-    /// Failed logins allowed per email within the throttle window (four times as many per client
-    /// address).
+    /// Login attempts allowed per email within the throttle window (four times as many per
+    /// client address); an attempt counts from its start, a successful one is taken back.
     #[arg(long, env = "DATASPACE_NODE_LOGIN_MAX_FAILURES", default_value_t = 5)]
     pub login_max_failures: u32,
 
