@@ -122,6 +122,9 @@ impl Auth {
         }
     }
 
+    /// Logs a user in. Every failure after the key check — unknown email, wrong password, a
+    /// user of another organisation than the key's — is the same 401 after the same argon2
+    /// work, so none tells a caller more than "not with these credentials".
     pub async fn login(
         &self,
         key: Option<&str>,
@@ -137,6 +140,13 @@ impl Auth {
         let accounts = self.accounts.clone();
         let lookup = email.clone();
         let user = tokio::task::spawn_blocking(move || accounts.user_by_email(&lookup)).await??;
+        // Decided before the password is checked, and answered like an unknown email: with a
+        // mismatch known only after the check, another organisation's key learnt whether the
+        // password was right.
+        let user = user.filter(|u| match &holder {
+            KeyHolder::Operator => true,
+            KeyHolder::Organization(org) => *org == u.organization,
+        });
         let password_ok = self
             .passwords
             .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
@@ -144,15 +154,6 @@ impl Auth {
         let Some(user) = user.filter(|_| password_ok) else {
             return Err(Error::Unauthorized(BAD_LOGIN.into()));
         };
-        let key_fits = match &holder {
-            KeyHolder::Operator => true,
-            KeyHolder::Organization(org) => *org == user.organization,
-        };
-        if !key_fits {
-            return Err(Error::Unauthorized(
-                "the API key does not belong to this user's organisation".into(),
-            ));
-        }
         self.by_email.forget(&email);
         self.by_client.release(&client);
         Ok(LoggedIn {

@@ -392,6 +392,40 @@ async fn concurrent_logins_for_one_email_get_at_most_the_limit_of_password_check
     assert!(checked > 0);
 }
 
+/// A key of another organisation must not turn login into a password oracle: the answer for a
+/// user the key cannot log in is the answer for a wrong password, whatever the password.
+#[tokio::test]
+async fn a_key_of_another_organisation_answers_like_a_wrong_password() {
+    let node = TestNode::start().await;
+    let x = node
+        .create_account(OPERATOR_KEY, "x@one.example", None)
+        .await;
+    let y = node
+        .create_account(OPERATOR_KEY, "y@two.example", None)
+        .await;
+    let answer = |password: &str| {
+        let body = json!({"email": x.email, "password": password});
+        let (node, key) = (&node, y.api_key.as_str());
+        async move {
+            let r = node.post_json(LOGIN, Some(key), &body).await;
+            (r.status(), r.bytes().await.unwrap())
+        }
+    };
+    let right = answer(&x.password).await;
+    let wrong = answer("wrong password").await;
+    assert_eq!(right.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(right, wrong, "{:?} / {:?}", right.1, wrong.1);
+    // And it is the answer of a wrong password with the right key.
+    let own = node
+        .post_json(
+            LOGIN,
+            Some(&x.api_key),
+            &json!({"email": x.email, "password": "wrong password"}),
+        )
+        .await;
+    assert_eq!((own.status(), own.bytes().await.unwrap()), wrong);
+}
+
 /// Attempts are counted before the password check; a login that succeeds takes its count back,
 /// so users behind one address who know their passwords never lock the address out.
 #[tokio::test]
