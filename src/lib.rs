@@ -16,6 +16,8 @@
 //! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
+//! - [`capped`]: response bodies from other hosts (partners, document sources), capped while
+//!   they stream.
 //! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
 //!   notices (outbox) and datasets pulled at read time.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
@@ -26,6 +28,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod capped;
 pub mod config;
 pub mod documents;
 pub mod error;
