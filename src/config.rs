@@ -34,7 +34,8 @@ pub struct Config {
     )]
     pub session_lifetime_secs: u64,
 
-    /// Most connections open at once; a connection beyond it is closed at once.
+    /// Most connections open at once; a connection beyond it is closed at once. Capped at
+    /// start-up to what the file descriptor limit leaves beside RocksDB and the blob store.
     #[arg(long, env = "DATASPACE_NODE_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 

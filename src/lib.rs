@@ -25,6 +25,7 @@
 //!   and import of the whole store (`store::backup`).
 //! - [`vocab`]: the node's namespace and its published vocabulary (`vocab/`, `GET /ns`).
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
+//! - [`fd_limit`]: the file descriptor limit raised at start-up, connections capped within it.
 
 pub mod accounts;
 pub mod auth;
@@ -32,6 +33,7 @@ pub mod capped;
 pub mod config;
 pub mod documents;
 pub mod error;
+pub mod fd_limit;
 pub mod federation;
 pub mod http;
 pub mod identity;
@@ -62,6 +64,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let addr = listener.local_addr()?;
+    // Before the store opens: RocksDB's files and the connections share the limit.
+    let max_connections = fd_limit::raise_and_budget(config.max_connections);
     let base_url = config
         .base_url
         .clone()
@@ -113,7 +117,7 @@ pub async fn run(
         closing.closing.send_replace(true);
     };
     let limits = http::serve::Limits {
-        max_connections: node.config.max_connections,
+        max_connections,
         read_timeout: std::time::Duration::from_secs(node.config.read_timeout_secs),
     };
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
