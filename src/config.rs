@@ -34,7 +34,8 @@ pub struct Config {
     )]
     pub session_lifetime_secs: u64,
 
-    /// Most connections open at once; a connection beyond it is closed at once.
+    /// Most connections open at once; a connection beyond it is closed at once. Capped at
+    /// start-up to what the file descriptor limit leaves beside RocksDB and the blob store.
     #[arg(long, env = "DATASPACE_NODE_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
 
@@ -46,8 +47,8 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_BODY_LIMIT_BYTES", default_value_t = 10 * 1024 * 1024)]
     pub body_limit_bytes: usize,
 
-    /// Failed logins allowed per email within the throttle window (four times as many per client
-    /// address).
+    /// Login attempts allowed per email within the throttle window (four times as many per
+    /// client address); an attempt counts from its start, a successful one is taken back.
     #[arg(long, env = "DATASPACE_NODE_LOGIN_MAX_FAILURES", default_value_t = 5)]
     pub login_max_failures: u32,
 

@@ -16,6 +16,8 @@
 //! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
+//! - [`capped`]: response bodies from other hosts (partners, document sources), capped while
+//!   they stream.
 //! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
 //!   notices (outbox) and datasets pulled at read time.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
@@ -23,12 +25,15 @@
 //!   and import of the whole store (`store::backup`).
 //! - [`vocab`]: the node's namespace and its published vocabulary (`vocab/`, `GET /ns`).
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
+//! - [`fd_limit`]: the file descriptor limit raised at start-up, connections capped within it.
 
 pub mod accounts;
 pub mod auth;
+pub mod capped;
 pub mod config;
 pub mod documents;
 pub mod error;
+pub mod fd_limit;
 pub mod federation;
 pub mod http;
 pub mod identity;
@@ -59,6 +64,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let addr = listener.local_addr()?;
+    // Before the store opens: RocksDB's files and the connections share the limit.
+    let max_connections = fd_limit::raise_and_budget(config.max_connections);
     let base_url = config
         .base_url
         .clone()
@@ -113,7 +120,7 @@ pub async fn run(
         closing.sparql.cancel_all();
     };
     let limits = http::serve::Limits {
-        max_connections: node.config.max_connections,
+        max_connections,
         read_timeout: std::time::Duration::from_secs(node.config.read_timeout_secs),
     };
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;

@@ -48,8 +48,8 @@ pub struct Auth {
     operator_key_hash: [u8; 32],
     sessions: Sessions,
     passwords: Passwords,
-    /// Failed logins per email, and (with a higher bar, since many users share an address
-    /// behind NAT) per client address.
+    /// Login attempts per normalised email, and (with a higher bar, since many users share an
+    /// address behind NAT) per client address; a successful login takes its attempt back.
     by_email: LoginThrottle,
     by_client: LoginThrottle,
     accounts: Arc<Accounts>,
@@ -122,6 +122,9 @@ impl Auth {
         }
     }
 
+    /// Logs a user in. Every failure after the key check — unknown email, wrong password, a
+    /// user of another organisation than the key's — is the same 401 after the same argon2
+    /// work, so none tells a caller more than "not with these credentials".
     pub async fn login(
         &self,
         key: Option<&str>,
@@ -131,46 +134,45 @@ impl Auth {
     ) -> Result<LoggedIn> {
         let holder = self.key_holder(key)?;
         let email = normalise_email(email)?;
-        let email_key = [email.clone()];
-        let client_key = [client.to_string()];
-        self.by_email
-            .check(&email_key)
-            .and_then(|()| self.by_client.check(&client_key))
-            .map_err(|retry_after_secs| Error::TooManyRequests { retry_after_secs })?;
-        let failed = || {
-            self.by_email.record_failure(&email_key);
-            self.by_client.record_failure(&client_key);
-        };
+        let client = client.to_string();
+        self.count_attempt(&email, &client)?;
 
         let accounts = self.accounts.clone();
         let lookup = email.clone();
         let user = tokio::task::spawn_blocking(move || accounts.user_by_email(&lookup)).await??;
+        // Decided before the password is checked, and answered like an unknown email: with a
+        // mismatch known only after the check, another organisation's key learnt whether the
+        // password was right.
+        let user = user.filter(|u| match &holder {
+            KeyHolder::Operator => true,
+            KeyHolder::Organization(org) => *org == u.organization,
+        });
         let password_ok = self
             .passwords
             .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
             .await?;
-        let user = match user {
-            Some(u) if password_ok => u,
-            _ => {
-                failed();
-                return Err(Error::Unauthorized(BAD_LOGIN.into()));
-            }
+        let Some(user) = user.filter(|_| password_ok) else {
+            return Err(Error::Unauthorized(BAD_LOGIN.into()));
         };
-        let key_fits = match &holder {
-            KeyHolder::Operator => true,
-            KeyHolder::Organization(org) => *org == user.organization,
-        };
-        if !key_fits {
-            failed();
-            return Err(Error::Unauthorized(
-                "the API key does not belong to this user's organisation".into(),
-            ));
-        }
         self.by_email.forget(&email);
+        self.by_client.release(&client);
         Ok(LoggedIn {
             session: self.sessions.issue(&user.identity, &user.organization)?,
             identity: user.identity,
         })
+    }
+
+    /// Counts a login attempt for the email and the client address before its password is
+    /// checked (see `throttle`), or refuses it with 429.
+    fn count_attempt(&self, email: &str, client: &str) -> Result<()> {
+        let too_many = |retry_after_secs| Error::TooManyRequests { retry_after_secs };
+        self.by_email.reserve(email).map_err(too_many)?;
+        if let Err(wait) = self.by_client.reserve(client) {
+            // Refused before any password check: it must not use up the email's attempts.
+            self.by_email.release(email);
+            return Err(too_many(wait));
+        }
+        Ok(())
     }
 
     pub async fn create_account(

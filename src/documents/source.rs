@@ -21,6 +21,7 @@ use url::{Host, Url};
 
 use super::blobs::{Blob, Blobs};
 use super::media;
+use crate::capped::{self, BodyError};
 
 /// Base64 as `data:` URLs carry it: padding optional.
 const DATA_BASE64: GeneralPurpose = GeneralPurpose::new(
@@ -288,10 +289,6 @@ impl Fetcher {
                 "fetching {url} failed: the server answered {status}"
             ));
         }
-        let too_big = || format!("{url} is larger than the node's limit of {max} bytes");
-        if response.content_length().is_some_and(|n| n > max) {
-            return Err(too_big());
-        }
         let media_type = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -303,12 +300,15 @@ impl Fetcher {
         };
         // Blocking file writes are fine here: intake runs on a blocking thread.
         let mut writer = blobs.writer().map_err(store_failed)?;
-        while let Some(chunk) = response.chunk().await.map_err(failed)? {
-            if writer.size() + chunk.len() as u64 > max {
-                return Err(too_big());
-            }
-            writer.write_all(&chunk).map_err(store_failed)?;
-        }
+        capped::stream(&mut response, max, |chunk| writer.write_all(chunk))
+            .await
+            .map_err(|e| match e {
+                BodyError::TooLarge { .. } => {
+                    format!("{url} is larger than the node's limit of {max} bytes")
+                }
+                BodyError::Read(e) => failed(e),
+                BodyError::Sink(e) => store_failed(e),
+            })?;
         let blob = writer.finish().map_err(store_failed)?;
         Ok(Fetched { blob, media_type })
     }

@@ -20,7 +20,7 @@ use url::Url;
 pub const SERVICE_TYPE: &str = "DataspaceNodeFederation";
 /// The fragment of the node key's verification method.
 pub const KEY_FRAGMENT: &str = "node-key";
-/// DID documents larger than this are not parsed.
+/// DID documents larger than this are not read (the rest of the body is never received).
 const MAX_DOCUMENT_BYTES: usize = 64 * 1024;
 /// How long a resolved document is reused.
 const CACHE_TTL: Duration = Duration::from_secs(300);
@@ -227,16 +227,9 @@ impl Resolver {
         if !response.status().is_success() {
             return Err(format!("{url}: status {}", response.status()));
         }
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64)
-        {
-            return Err(format!("{url}: document too large"));
-        }
-        let bytes = response.bytes().await.map_err(|e| format!("{url}: {e}"))?;
-        if bytes.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("{url}: document too large"));
-        }
+        let bytes = crate::capped::bytes(response, MAX_DOCUMENT_BYTES)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
         let doc: Value = serde_json::from_slice(&bytes).map_err(|e| format!("{url}: {e}"))?;
         if doc.get("id").and_then(Value::as_str) != Some(did) {
             return Err(format!("{url}: the document is not about {did}"));

@@ -39,6 +39,8 @@ use token::{NodeCaller, Tokens};
 pub const ENDPOINT_PATH: &str = "/federation";
 /// The largest dataset accepted from a partner node.
 const MAX_DATASET_BYTES: usize = 16 * 1024 * 1024;
+/// The most of a partner's refusal of a notice that is read, for the log.
+const MAX_REFUSAL_BYTES: usize = 4096;
 
 /// A dataset held by another node: who provides it and its id there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -177,7 +179,10 @@ impl Federation {
                     && !matches!(r.status().as_u16(), 401 | 408 | 429) =>
             {
                 let status = r.status();
-                let body = r.text().await.unwrap_or_default();
+                let body = crate::capped::bytes(r, MAX_REFUSAL_BYTES)
+                    .await
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
                 Delivery::Refused(format!("status {status}: {}", truncate(&body)))
             }
             Ok(r) => Delivery::Retry(format!("status {}", r.status())),
@@ -217,10 +222,9 @@ impl Federation {
         if !response.status().is_success() {
             return Err(format!("status {}", response.status()));
         }
-        let bytes = response.bytes().await.map_err(|e| e.to_string())?;
-        if bytes.len() > MAX_DATASET_BYTES {
-            return Err("dataset too large".into());
-        }
+        let bytes = crate::capped::bytes(response, MAX_DATASET_BYTES)
+            .await
+            .map_err(|e| e.to_string())?;
         let value = Arc::new(serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?);
         if !self.cache_ttl.is_zero() {
             self.cache

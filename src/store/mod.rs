@@ -31,6 +31,11 @@ pub struct Store {
     stamped: AtomicI64,
 }
 
+/// Table files RocksDB keeps open. Left to Oxigraph it would take the whole soft limit but 48,
+/// leaving client connections nothing sure; 512 is several times what a store of 100,000
+/// consignments holds (tables of 64 MB). Part of the reserve of [`crate::fd_limit`].
+pub const MAX_OPEN_FILES: u32 = 512;
+
 /// Flush after this many commits...
 const FLUSH_AFTER_WRITES: u64 = 1_000;
 /// ...or this long after the first unflushed one.
@@ -39,7 +44,8 @@ const FLUSH_AFTER: Duration = Duration::from_secs(30);
 impl Store {
     pub fn open(path: &Path) -> Result<Self> {
         std::fs::create_dir_all(path)?;
-        let db = oxigraph::store::Store::open(path)?;
+        let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
+        let db = oxigraph::store::Store::open_with_options(path, options)?;
         Ok(Self {
             db,
             writer: Mutex::new(()),

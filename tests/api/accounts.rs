@@ -355,3 +355,92 @@ async fn repeated_failures_are_throttled() {
     assert!(retry > 0 && retry <= 300);
     assert_error(r, StatusCode::TOO_MANY_REQUESTS, "GeneralError").await;
 }
+
+/// The failures used to be counted after the ~45 ms password check, so a burst of attempts all
+/// passed the check-before: 40 concurrent ones got 32 password checks with a limit of 5.
+#[tokio::test]
+async fn concurrent_logins_for_one_email_get_at_most_the_limit_of_password_checks() {
+    let node = TestNode::start().await;
+    let limit = node.config.login_max_failures as usize;
+    let a = node
+        .create_account(OPERATOR_KEY, "a@one.example", None)
+        .await;
+    let spellings = [
+        "a@one.example",
+        "A@ONE.example",
+        "  a@One.Example",
+        "a@one.EXAMPLE\t",
+    ];
+    let attempts = (0..40).map(|i| {
+        let body =
+            json!({"email": spellings[i % spellings.len()], "password": format!("wrong {i}")});
+        let (node, key) = (&node, a.api_key.as_str());
+        async move { node.post_json(LOGIN, Some(key), &body).await }
+    });
+    let answers = futures_util::future::join_all(attempts).await;
+    let mut checked = 0;
+    for r in answers {
+        match r.status() {
+            StatusCode::UNAUTHORIZED => checked += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert!(r.headers().contains_key("retry-after"));
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert!(checked <= limit, "{checked} password checks, limit {limit}");
+    assert!(checked > 0);
+}
+
+/// A key of another organisation must not turn login into a password oracle: the answer for a
+/// user the key cannot log in is the answer for a wrong password, whatever the password.
+#[tokio::test]
+async fn a_key_of_another_organisation_answers_like_a_wrong_password() {
+    let node = TestNode::start().await;
+    let x = node
+        .create_account(OPERATOR_KEY, "x@one.example", None)
+        .await;
+    let y = node
+        .create_account(OPERATOR_KEY, "y@two.example", None)
+        .await;
+    let answer = |password: &str| {
+        let body = json!({"email": x.email, "password": password});
+        let (node, key) = (&node, y.api_key.as_str());
+        async move {
+            let r = node.post_json(LOGIN, Some(key), &body).await;
+            (r.status(), r.bytes().await.unwrap())
+        }
+    };
+    let right = answer(&x.password).await;
+    let wrong = answer("wrong password").await;
+    assert_eq!(right.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(right, wrong, "{:?} / {:?}", right.1, wrong.1);
+    // And it is the answer of a wrong password with the right key.
+    let own = node
+        .post_json(
+            LOGIN,
+            Some(&x.api_key),
+            &json!({"email": x.email, "password": "wrong password"}),
+        )
+        .await;
+    assert_eq!((own.status(), own.bytes().await.unwrap()), wrong);
+}
+
+/// Attempts are counted before the password check; a login that succeeds takes its count back,
+/// so users behind one address who know their passwords never lock the address out.
+#[tokio::test]
+async fn successful_logins_do_not_use_up_the_attempts() {
+    // One attempt per email, four per client address.
+    let node = TestNode::start_with(|c| c.login_max_failures = 1).await;
+    let a = node
+        .create_account(OPERATOR_KEY, "a@one.example", None)
+        .await;
+    for _ in 0..6 {
+        node.login(&a.api_key, &a.email, &a.password).await;
+    }
+    let bad = json!({"email": a.email, "password": "wrong password"});
+    let r = node.post_json(LOGIN, Some(&a.api_key), &bad).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = node.post_json(LOGIN, Some(&a.api_key), &bad).await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+}

@@ -7,6 +7,7 @@ mod common;
 mod concurrency;
 mod crash;
 mod documents;
+mod endless;
 mod export;
 mod federation;
 mod ids;
