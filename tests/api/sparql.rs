@@ -713,10 +713,10 @@ async fn a_query_that_builds_huge_values_is_stopped_at_the_value_limit() {
         "{body}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    // 2^30 bytes is 1 GB; the limit (1 MiB) stops it at a few MB. The test process holds other
-    // tests' nodes too, so only a gross growth is asserted.
+    // 2^30 bytes is 1 GB (the review saw 3.2 GB); the limit (1 MiB) stops it at a few MB. The
+    // test process holds other tests' nodes too, so only a gross growth is asserted.
     let grown_mb = rss_kb().saturating_sub(before) / 1024;
-    assert!(grown_mb < 256, "RSS grew by {grown_mb} MB");
+    assert!(grown_mb < 512, "RSS grew by {grown_mb} MB");
     // Below the limit the same kind of query answers.
     let small = "SELECT (STRLEN(?t) AS ?l) WHERE { BIND(\"xy\" AS ?s) BIND(CONCAT(?s,?s) AS ?t) }";
     let answer = rows(&s.node, &s.trader, small, &[]).await;
@@ -740,13 +740,14 @@ async fn queries_beyond_the_concurrency_limit_get_429() {
     let long = query(node, trader, EXPENSIVE, &[]);
     let probe = async {
         // Ask while the long query runs (it runs at least until its 3 s limit).
-        loop {
+        for _ in 0..25 {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             let r = query(node, trader, "ASK { ?s ?p ?o }", &[]).await;
             if r.status() == StatusCode::TOO_MANY_REQUESTS {
                 return r;
             }
         }
+        panic!("no 429 while a query of the organisation ran");
     };
     let (long, busy) = tokio::join!(long, probe);
     assert_eq!(long.status(), StatusCode::SERVICE_UNAVAILABLE);
