@@ -235,7 +235,7 @@ impl Intake {
                 .unwrap_or_default()
                 .to_owned()
         };
-        let found = |key: &str, shared: bool| self.reachable(caller, key, shared);
+        let owned = |key: &str| self.owns(caller, key);
         let failure = |path: &str, constraint: &str, value: String, message: String| Failure {
             path: path.into(),
             constraint: constraint.into(),
@@ -247,7 +247,7 @@ impl Intake {
                 let mut taken = None;
                 for key in ["globalId", "identifier"] {
                     let value = id(Some(object), key);
-                    if taken.is_none() && found(&value, false)? {
+                    if taken.is_none() && owned(&value)? {
                         taken = Some(failure(
                             &format!("object.{key}"),
                             "ConflictError",
@@ -261,7 +261,7 @@ impl Intake {
             Kind::Update => {
                 let (global_id, identifier) =
                     (id(Some(object), "globalId"), id(Some(object), "identifier"));
-                (!found(&global_id, false)? && !found(&identifier, false)?).then(|| {
+                (!owned(&global_id)? && !owned(&identifier)?).then(|| {
                     failure(
                         "object.globalId",
                         "NotFoundError",
@@ -275,7 +275,7 @@ impl Intake {
             }
             Kind::Add => {
                 let key = id(activity.target(), "globalId");
-                let shared = if found(&key, false)? {
+                let shared = if owned(&key)? {
                     1
                 } else {
                     self.shared_matches(caller, &key)?
@@ -318,26 +318,14 @@ impl Intake {
         Ok(records.len())
     }
 
-    /// Is a consignment with globalId or identifier `key` the caller's own (or, with `shared`,
-    /// one shared with it)? Blocking.
-    fn reachable(&self, caller: &Caller, key: &str, shared: bool) -> Result<bool> {
+    /// Is a consignment with globalId, identifier or aig id `key` the caller's own? Blocking.
+    fn owns(&self, caller: &Caller, key: &str) -> Result<bool> {
         let org = NamedNode::new_unchecked(caller.organization.as_str());
-        let queries: &[&str] = if shared {
-            &["consignment_by_key", "consignment_shared_by_key"]
-        } else {
-            &["consignment_by_key"]
-        };
-        for query in queries {
-            let bindings = [("org", org.clone().into()), ("key", literal(key))];
-            if !self
-                .queries
-                .select(&self.store, query, &bindings)?
-                .is_empty()
-            {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let bindings = [("org", org.into()), ("key", literal(key))];
+        let rows = self
+            .queries
+            .select(&self.store, "consignment_by_key", &bindings)?;
+        Ok(!rows.is_empty())
     }
 
     /// Processes one inbox body for `caller`. Request errors are `Err`; everything else,
@@ -479,7 +467,7 @@ impl Intake {
             .target()
             .and_then(|t| ports::string_value(t.get("globalId")))
             .unwrap_or_default();
-        if !self.reachable(caller, target, true)? {
+        if !self.owns(caller, target)? && self.shared_matches(caller, target)? == 0 {
             return Ok(None);
         }
         let uri = ports::string_value(object.get("uRIId")).unwrap_or_default();
