@@ -59,11 +59,15 @@ struct ImportArgs {
 fn main() -> std::process::ExitCode {
     // Before the runtime starts its threads (each would get an allocator arena of its own).
     dataspace_node::store::memory::tune_allocator();
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .expect("the async runtime")
-        .block_on(cli())
+        .expect("the async runtime");
+    let code = runtime.block_on(cli());
+    // Dropping a runtime waits for every blocking task; one still computing (a query the
+    // guard has not reached yet) must not keep a stopped node alive.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
 }
 
 async fn cli() -> std::process::ExitCode {

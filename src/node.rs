@@ -75,6 +75,8 @@ impl Node {
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
         let store = Arc::new(Store::open(&config.data_dir.join("store"))?);
+        // Before anything reads a graph name: names of earlier data dirs are renamed.
+        crate::store::rekey::run(&store)?;
         let queries = Arc::new(Queries::load()?);
         let accounts = Arc::new(Accounts::open(
             store.clone(),

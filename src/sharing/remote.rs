@@ -60,9 +60,9 @@ impl Sharing {
                 "the notice's actor is not the organisation the calling node acts for".into(),
             ));
         }
-        let Some(local_id) = self.identity.local_organization(&n.to) else {
+        if self.identity.local_organization(&n.to).is_none() {
             return Err(Error::NotFound(NO_SUCH_ORGANIZATION.into()));
-        };
+        }
         let to = NamedNode::new_unchecked(&n.to);
         if !self.queries.ask(
             &self.store,
@@ -71,22 +71,9 @@ impl Sharing {
         )? {
             return Err(Error::NotFound(NO_SUCH_ORGANIZATION.into()));
         }
-        // Graph names carry an organisation key; a partner's must not be one of ours.
+        // Graph names carry a key of the whole DID: a partner's organisation whose id segment
+        // is also one of ours (or another partner's) still names graphs of its own.
         let key = graphs::org_key(&n.actor);
-        if key == local_id
-            || self.queries.ask(
-                &self.store,
-                "organization_exists",
-                &[(
-                    "org",
-                    NamedNode::new_unchecked(self.identity.organization_did(&key)).into(),
-                )],
-            )?
-        {
-            return Err(Error::Conflict(
-                "the sending organisation's id is also an organisation id of this node".into(),
-            ));
-        }
         if graphs::parse_contribution(&n.dataset) != Some((n.aig_hex.as_str(), key.as_str())) {
             return Err(Error::invalid_field(
                 "object.id",

@@ -44,9 +44,7 @@ fn uid_key(uid: &str) -> String {
 }
 
 /// The contribution graphs organisation `org_did` may read, as markers the SPARQL endpoint
-/// joins with (`sharing::readable`). Named by a hash of the whole DID, not by [`org_key`]: a
-/// partner node's organisation may carry the same id segment as one of this node's, and must
-/// never add to its markers.
+/// joins with (`sharing::readable`), named by [`org_key`].
 pub fn readable(org_did: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}readable:{}", uid_key(org_did)))
 }
@@ -69,17 +67,16 @@ pub fn notifications(org_did: &str) -> NamedNode {
     ))
 }
 
-/// A short stable key for an organisation DID: its id segment for this node's organisations.
+/// The key of an organisation in graph and node names: a hash of its whole DID. Two
+/// organisations of different nodes may share an id segment (`…:org:<id>`); their graphs must
+/// not (data dirs named by the segment are upgraded by `store::rekey`).
 pub fn org_key(org_did: &str) -> String {
-    match org_did.rsplit_once(":org:") {
-        Some((_, id)) if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()) => {
-            id.to_owned()
-        }
-        _ => {
-            use sha2::{Digest, Sha256};
-            hex::encode(&Sha256::digest(org_did.as_bytes())[..16])
-        }
-    }
+    uid_key(org_did)
+}
+
+/// Where the store's layout version is kept.
+pub fn layout() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}layout"))
 }
 
 /// One organisation's contribution to one consignment: the description (publisher) or the

@@ -9,6 +9,7 @@ pub mod backup;
 pub mod graphs;
 pub mod memory;
 pub mod queries;
+pub mod rekey;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -58,6 +58,21 @@ impl TestNode {
         Self::launch_on(config, dir, listener).await
     }
 
+    /// A client of a node running elsewhere (a child process) at `base`.
+    pub fn external(base: String, config: Config) -> Self {
+        Self {
+            base,
+            client: Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            config,
+            dir: None,
+            shutdown: None,
+            handle: None,
+        }
+    }
+
     /// Graceful stop; [`TestNode::start_again`] brings the node back on the same data
     /// directory and port (so with the same did:web).
     pub async fn halt(mut self) -> (Config, String, TempDir) {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use dataspace_node::federation::did;
 use dataspace_node::federation::notice::{self, Kind, Subject};
 use dataspace_node::federation::token::Tokens;
+use dataspace_node::store::graphs;
 use ed25519_dalek::SigningKey;
 use reqwest::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -227,7 +228,7 @@ async fn a_partner_whose_dataset_never_ends_is_left_out_with_a_warning() {
     let agency = Session::new(&node, "officer@kra.example").await;
     let (partner_did, org) = (did_web(&host), format!("{}:org:h1", did_web(&host)));
     let aig = "0123456789abcdef0123456789abcdef";
-    let dataset = format!("urn:dataspace-node:contribution:{aig}:h1");
+    let dataset = graphs::contribution(aig, &org).into_string();
     let subject = Subject {
         dataset: &dataset,
         global_id: "urn:uuid:0b0e7a52-4c4e-4f0e-9d55-7a1d8b1c2e3f",

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use dataspace_node::federation::token::Tokens;
+use dataspace_node::store::graphs;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -331,11 +332,7 @@ async fn node_tokens_are_verified_and_pulls_need_a_grant() {
     trader.publish_example(&a, "create-consignment").await;
     let list = get_json(&trader, &a, LIST).await;
     let aig = list["entities"][0]["aigId"].as_str().unwrap();
-    let trader_id = trader.org().rsplit(':').next().unwrap();
-    let dataset = format!(
-        "urn:dataspace-node:contribution:{}:{trader_id}",
-        aig.trim_start_matches("aig:")
-    );
+    let dataset = graphs::contribution(aig.trim_start_matches("aig:"), trader.org()).into_string();
 
     // A real token of B for its agency, but no policy shares the consignment with it.
     let token = token_of(&b, agency.org(), &did_of(&a));
@@ -483,4 +480,56 @@ async fn policies_name_organisations_of_partner_nodes_only() {
         )
         .await;
     assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+}
+
+/// POSTs `notice` to `to`'s federation inbox as organisation `org` of node `from`.
+async fn notify(from: &TestNode, org: &str, to: &TestNode, notice: &Value) -> reqwest::Response {
+    to.client
+        .post(to.url("/federation/inbox"))
+        .bearer_auth(token_of(from, org, &did_of(to)))
+        .json(notice)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_partner_organisation_with_a_local_id_segment_names_graphs_of_its_own() {
+    let (mut ls, hosts) = listeners(2).await;
+    let c_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let c = federated(c_listener, &hosts).await;
+    let operator = Operator::new(&a).await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    // An organisation of node C whose DID ends in the trader's id segment.
+    let segment = trader.org().rsplit(':').next().unwrap();
+    let twin = format!("{}:org:{segment}", did_of(&c));
+    operator
+        .policy(&a, rule(&a, &twin, "portOfEntryCountry", "eq", json!("KE")))
+        .await;
+    trader.publish_example(&a, "create-consignment").await;
+    let list = get_json(&trader, &a, LIST).await;
+    let aig = list["entities"][0]["aigId"].as_str().unwrap().to_owned();
+    let hex = aig.trim_start_matches("aig:");
+    let own = graphs::contribution(hex, trader.org()).into_string();
+    let theirs = graphs::contribution(hex, &twin).into_string();
+    assert_ne!(own, theirs);
+    let offer = |dataset: &str| {
+        json!({
+            "@context": "https://www.w3.org/ns/activitystreams", "type": "Offer",
+            "actor": twin, "to": [trader.org()], "published": "2026-11-22T00:00:01Z",
+            "object": {"type": "Dataset", "id": dataset, "created": "2026-11-22T00:00:00Z",
+                       "consignment": {"globalId": GLOBAL_ID, "identifier": "FWD-2026-000417",
+                                       "aigId": aig}}
+        })
+    };
+    // Naming the trader's own dataset (what the id segment named before) is refused...
+    let r = notify(&c, &twin, &a, &offer(&own)).await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    // ...its own dataset is recorded (before, the shared segment was refused with 409).
+    let r = notify(&c, &twin, &a, &offer(&theirs)).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    // The trader's consignment is still its own.
+    let view = get_json(&trader, &a, &format!("{LIST}/{GLOBAL_ID}?scope=own")).await;
+    assert_eq!(view["id"], aig, "{view:#}");
 }

@@ -247,7 +247,7 @@ async fn a_grantee_reads_the_shared_description_and_an_outsider_nothing() {
     let (shared, graphs) = same_graph_everywhere(&s, &s.agency, "shared").await;
     assert_eq!(shared["identifier"], "FWD-2026-000417");
     assert_eq!(graphs.len(), 1);
-    let trader_key = s.trader.org().rsplit(':').next().unwrap();
+    let trader_key = dataspace_node::store::graphs::org_key(s.trader.org());
     assert!(
         graphs
             .iter()

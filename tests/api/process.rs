@@ -1,0 +1,262 @@
+//! SPARQL bounds measured on the node as an operating system process: the binary runs as a
+//! child with a data dir of its own, so its memory and CPU time are its own and not the test
+//! process's (where other tests' nodes run). The queries are the ones a security review sent.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+
+use crate::common::*;
+use crate::inbox::Session;
+
+const SPARQL: &str = "/supply-chain/data-space/sparql";
+
+/// The node binary serving on a loopback port of its own choosing.
+struct NodeProcess {
+    child: Child,
+    node: TestNode,
+    _dir: tempfile::TempDir,
+}
+
+impl NodeProcess {
+    fn spawn(args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0", "--api-key", OPERATOR_KEY])
+            .arg("--data-dir")
+            .arg(dir.path())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the node binary");
+        // The node logs `listening addr=…` once it serves; the rest of its log is drained so
+        // it never blocks on a full pipe.
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("the node exited before listening")
+                .unwrap();
+            if let Some((_, rest)) = line.split_once("listening addr=") {
+                break rest.split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        let config = dataspace_node::Config::with_data_dir(dir.path());
+        Self {
+            child,
+            node: TestNode::external(format!("http://{addr}"), config),
+            _dir: dir,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// CPU time (user + system) the process has used.
+    fn cpu(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        // After the command name: state is field 3, utime 14 and stime 15 (proc(5)).
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        // SAFETY: sysconf only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+        Duration::from_millis(ticks * 1000 / hz)
+    }
+
+    /// The process's peak resident memory.
+    fn peak_rss_mb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        kb / 1024
+    }
+
+    /// Waits until the process uses less than a tenth of a core over a 500 ms window; returns
+    /// how long that took, or `None` when it is still busy after `limit`.
+    async fn idle_within(&self, limit: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            let before = self.cpu();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            if self.cpu() - before < Duration::from_millis(50) {
+                return Some(started.elapsed());
+            }
+        }
+        None
+    }
+
+    fn terminate(&self) {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+    }
+
+    /// Waits for the process to exit; `None` when it still runs after `limit`.
+    async fn exited_within(&mut self, limit: Duration) -> Option<Duration> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if self.child.try_wait().unwrap().is_some() {
+                return Some(started.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn query(p: &NodeProcess, who: &Session, q: &str) -> reqwest::Response {
+    p.node
+        .client
+        .get(p.node.url(SPARQL))
+        .query(&[("query", q)])
+        .header("x-api-key", &who.account.api_key)
+        .bearer_auth(&who.token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// `VALUES ?<name> { 1 … n }`.
+fn values(name: &str, n: usize) -> String {
+    let list: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+    format!("VALUES ?{name} {{ {} }}", list.join(" "))
+}
+
+/// Five 100-value lists joined with nothing in common: 10^10 solutions.
+fn cross_product() -> String {
+    let lists: Vec<String> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|v| values(v, 100))
+        .collect();
+    format!("SELECT (COUNT(*) AS ?n) WHERE {{ {} }}", lists.join(" "))
+}
+
+/// A value doubled thirty times: 1 GiB from one character.
+fn doubling() -> String {
+    let mut binds = vec!["BIND(\"x\" AS ?s0)".to_owned()];
+    for i in 1..=30 {
+        binds.push(format!("BIND(CONCAT(?s{p}, ?s{p}) AS ?s{i})", p = i - 1));
+    }
+    format!(
+        "SELECT (STRLEN(?s30) AS ?l) WHERE {{ {} }}",
+        binds.join(" ")
+    )
+}
+
+/// A million sorted rows of 700 bytes each, every value well under the value limit.
+fn sorted_rows() -> String {
+    let pad = "y".repeat(700);
+    format!(
+        "SELECT ?x WHERE {{ {} {} {} BIND(CONCAT(STR(?a), \"-\", STR(?b), \"-\", STR(?c), \"{pad}\") AS ?x) }} ORDER BY ?x",
+        values("a", 100),
+        values("b", 100),
+        values("c", 100)
+    )
+}
+
+#[tokio::test]
+async fn expensive_queries_stop_at_the_limits_and_leave_the_node_idle_and_small() {
+    let p = NodeProcess::spawn(&[
+        "--sparql-timeout-secs",
+        "1",
+        "--sparql-max-memory-mb",
+        "128",
+    ]);
+    let analyst = Session::new(&p.node, "analyst@customs.example").await;
+    let r = query(&p, &analyst, "ASK { ?s ?p ?o }").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let start_rss = p.peak_rss_mb();
+
+    // The time limit ends the evaluation itself: CPU falls back to idle right after the 503.
+    for _ in 0..2 {
+        let r = query(&p, &analyst, &cross_product()).await;
+        let body = assert_error(r, StatusCode::SERVICE_UNAVAILABLE, "GeneralError").await;
+        assert!(body.to_string().contains("time limit"), "{body}");
+        let idle = p.idle_within(Duration::from_secs(5)).await;
+        assert!(idle.is_some(), "the node still computes after the 503");
+        eprintln!("idle {:?} after the 503", idle.unwrap());
+    }
+
+    // Values built from values stop at the value limit; many values at the memory limit.
+    let r = query(&p, &analyst, &doubling()).await;
+    let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    assert!(body.to_string().contains("value"), "{body}");
+    let r = query(&p, &analyst, &sorted_rows()).await;
+    let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    assert!(body.to_string().contains("memory"), "{body}");
+    let peak = p.peak_rss_mb();
+    eprintln!("peak RSS {start_rss} MB before, {peak} MB after the queries");
+    // The review saw 3.2 GB; the ceiling is the 128 MB memory limit plus what one solution
+    // batch and the evaluator's buffers may add before the next check.
+    assert!(peak < start_rss + 400, "peak RSS {peak} MB");
+    assert!(p.idle_within(Duration::from_secs(5)).await.is_some());
+    let r = query(&p, &analyst, "ASK { ?s ?p ?o }").await;
+    assert_eq!(r.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_node_stops_within_five_seconds_while_queries_run() {
+    let mut p = NodeProcess::spawn(&["--sparql-timeout-secs", "60"]);
+    let analyst = Session::new(&p.node, "analyst@customs.example").await;
+    let running: Vec<_> = (0..2)
+        .map(|_| {
+            let client = p.node.client.clone();
+            let url = p.node.url(SPARQL);
+            let (key, token) = (analyst.account.api_key.clone(), analyst.token.clone());
+            tokio::spawn(async move {
+                client
+                    .get(url)
+                    .query(&[("query", cross_product())])
+                    .header("x-api-key", key)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+            })
+        })
+        .collect();
+    // The queries are evaluating once the node computes.
+    let busy = Instant::now();
+    loop {
+        let before = p.cpu();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if p.cpu() - before > Duration::from_millis(150) {
+            break;
+        }
+        assert!(
+            busy.elapsed() < Duration::from_secs(10),
+            "the queries never ran"
+        );
+    }
+    p.terminate();
+    let exited = p.exited_within(Duration::from_secs(5)).await;
+    assert!(exited.is_some(), "the node still runs 5 s after SIGTERM");
+    eprintln!("exited {:?} after SIGTERM", exited.unwrap());
+    for r in running {
+        // Each query either got its answer (503, shutting down) or lost its connection.
+        if let Ok(r) = r.await.unwrap() {
+            assert!(!r.status().is_success(), "{}", r.status());
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Data dirs from earlier versions open with everything readable: graph names keyed by an
+//! organisation's id segment are renamed to the whole-DID key at start-up.
+
+use dataspace_node::store::{graphs, rekey, Store};
+use oxigraph::model::{GraphNameRef, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::inbox::{assert_completed, Session};
+use crate::sharing::{rule, Operator};
+
+const LIST: &str = "/supply-chain/data-space/consignments";
+const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
+
+fn inspection(org: &str) -> Value {
+    json!({
+        "@context": "https://www.w3.org/ns/activitystreams",
+        "type": "Add",
+        "actor": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "TradeParty",
+                  "registeredId": {"@type": "https://ref.gs1.org/voc/OrganizationID_Type-DID", "@value": org}},
+        "object": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "SupplyChainEvent",
+                   "typeCode": "kra:inspection-completed", "occurrenceDateTime": "2026-12-24T10:00:00Z"},
+        "target": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "Consignment",
+                   "globalId": GLOBAL_ID}
+    })
+}
+
+async fn get_json(session: &Session, node: &TestNode, path: &str) -> Value {
+    let r = session.get(node, path).await;
+    assert_eq!(r.status(), StatusCode::OK, "{path}");
+    json_body(r).await
+}
+
+/// What the trader and the agency read, through every path that names graphs.
+async fn reads(node: &TestNode, trader: &Session, agency: &Session) -> Vec<Value> {
+    let mut out = Vec::new();
+    for who in [trader, agency] {
+        for path in [
+            format!("{LIST}?scope=all"),
+            format!("{LIST}/{GLOBAL_ID}?scope=all"),
+            format!("{LIST}/{GLOBAL_ID}/events?scope=all"),
+            format!("{LIST}/{GLOBAL_ID}/events?scope=own"),
+            "/supply-chain/data-space/notifications".to_owned(),
+        ] {
+            out.push(get_json(who, node, &path).await);
+        }
+    }
+    out
+}
+
+/// The graph names `who` reads through SPARQL.
+async fn sparql_graphs(node: &TestNode, who: &Session) -> Vec<String> {
+    let r = node
+        .client
+        .get(node.url("/supply-chain/data-space/sparql"))
+        .query(&[(
+            "query",
+            "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } } ORDER BY ?g",
+        )])
+        .header("x-api-key", &who.account.api_key)
+        .header("accept", "application/sparql-results+json")
+        .bearer_auth(&who.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    json_body(r).await["results"]["bindings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["g"]["value"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Rewrites the store as the earlier version wrote it: every whole-DID key back to the
+/// organisation's id segment, and no layout marker. Returns how many quads it changed.
+fn downgrade(store: &Store, orgs: &[&str]) -> usize {
+    let keys: Vec<(String, String)> = orgs
+        .iter()
+        .map(|o| (graphs::org_key(o), rekey::legacy_org_key(o)))
+        .collect();
+    let old = |s: &str| -> Option<String> {
+        let mut out = s.to_owned();
+        for (new, legacy) in &keys {
+            out = out.replace(new.as_str(), legacy);
+        }
+        (out != s).then_some(out)
+    };
+    // System graphs (the readable markers' among them) were keyed by a hash before as well.
+    let node = |n: &NamedNode| {
+        (!graphs::is_system(n.as_str()))
+            .then(|| old(n.as_str()).map(NamedNode::new_unchecked))
+            .flatten()
+    };
+    let mut changes = Vec::new();
+    for q in store.db().iter() {
+        let q = q.unwrap();
+        if q.graph_name == oxigraph::model::GraphName::from(graphs::layout()) {
+            changes.push((q, None));
+            continue;
+        }
+        let subject = match &q.subject {
+            NamedOrBlankNode::NamedNode(n) => node(n).map(NamedOrBlankNode::from),
+            _ => None,
+        };
+        let object = match &q.object {
+            Term::NamedNode(n) => node(n).map(Term::from),
+            Term::Literal(l) => old(l.value())
+                .map(|v| Term::from(Literal::new_typed_literal(v, l.datatype().into_owned()))),
+            _ => None,
+        };
+        let graph = match &q.graph_name {
+            oxigraph::model::GraphName::NamedNode(n) => node(n).map(Into::into),
+            _ => None,
+        };
+        if subject.is_some() || object.is_some() || graph.is_some() {
+            let renamed = Quad::new(
+                subject.unwrap_or_else(|| q.subject.clone()),
+                q.predicate.clone(),
+                object.unwrap_or_else(|| q.object.clone()),
+                graph.unwrap_or_else(|| q.graph_name.clone()),
+            );
+            changes.push((q, Some(renamed)));
+        }
+    }
+    let n = changes.len();
+    store
+        .write(|tx| {
+            for (old, new) in &changes {
+                tx.remove(old);
+                if let Some(new) = new {
+                    tx.insert(new);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    n
+}
+
+#[tokio::test]
+async fn a_data_dir_keyed_by_id_segments_is_renamed_at_start_up() {
+    let node = TestNode::start().await;
+    let operator = Operator::new(&node).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    operator
+        .policy(
+            &node,
+            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    trader.publish_example(&node, "create-consignment").await;
+    assert_completed(&agency.publish(&node, &inspection(agency.org())).await);
+    let before = reads(&node, &trader, &agency).await;
+    let graphs_before = (
+        sparql_graphs(&node, &trader).await,
+        sparql_graphs(&node, &agency).await,
+    );
+    assert_eq!(graphs_before.0.len(), 2, "{graphs_before:?}");
+
+    let halted = node.halt().await;
+    let store_dir = halted.0.data_dir.join("store");
+    {
+        let store = Store::open(&store_dir).unwrap();
+        let changed = downgrade(&store, &[trader.org(), agency.org()]);
+        assert!(changed > 10, "{changed} quads named by organisation keys");
+        let legacy = format!(":{}", rekey::legacy_org_key(trader.org()));
+        assert!(store
+            .db()
+            .named_graphs()
+            .map(|g| g.unwrap().to_string())
+            .any(|g| g.starts_with("<urn:dataspace-node:contribution:")
+                && g.ends_with(&format!("{legacy}>"))));
+        assert!(store
+            .db()
+            .quads_for_pattern(
+                None,
+                None,
+                None,
+                Some(GraphNameRef::NamedNode(graphs::layout().as_ref()))
+            )
+            .next()
+            .is_none());
+    }
+
+    let node = TestNode::start_again(halted).await;
+    assert_eq!(reads(&node, &trader, &agency).await, before);
+    let graphs_after = (
+        sparql_graphs(&node, &trader).await,
+        sparql_graphs(&node, &agency).await,
+    );
+    assert_eq!(graphs_after, graphs_before);
+    // Once renamed, a restart renames nothing.
+    let halted = node.halt().await;
+    {
+        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
+        assert_eq!(rekey::run(&store).unwrap(), 0);
+    }
+    let node = TestNode::start_again(halted).await;
+    assert_eq!(reads(&node, &trader, &agency).await, before);
+}
