@@ -241,7 +241,7 @@ async fn the_node_stops_within_five_seconds_while_queries_run() {
     loop {
         let before = p.cpu();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        if p.cpu() - before > Duration::from_millis(150) {
+        if p.cpu() - before > Duration::from_millis(100) {
             break;
         }
         assert!(
