@@ -8,6 +8,8 @@ use sha2::Digest;
 use crate::accounts::Accounts;
 use crate::auth::{Auth, Sessions};
 use crate::config::Config;
+use crate::consignment::codes::CodeLists;
+use crate::consignment::listing::Listing;
 use crate::documents::Documents;
 use crate::error::Result;
 use crate::federation::Federation;
@@ -17,8 +19,6 @@ use crate::secrets;
 use crate::sharing::Sharing;
 use crate::sparql::Sparql;
 use crate::store::{Queries, Store};
-use crate::views::codes::CodeLists;
-use crate::views::listing::Listing;
 use crate::views::Views;
 use crate::vocab::Vocabulary;
 

@@ -25,11 +25,11 @@ use std::sync::{Arc, Mutex};
 
 use dataspace_node::accounts::{KeyHolder, NewAccount};
 use dataspace_node::auth::Caller;
+use dataspace_node::consignment::cursor::{Cursors, Position};
+use dataspace_node::consignment::Scope;
 use dataspace_node::intake::activity;
 use dataspace_node::node::Node;
-use dataspace_node::views::cursor::{Cursors, Position};
 use dataspace_node::views::linked::Linked;
-use dataspace_node::views::Scope;
 use dataspace_node::{Config, Error};
 use oxigraph::io::RdfFormat;
 use proptest::prelude::*;

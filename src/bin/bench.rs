@@ -283,7 +283,7 @@ fn run_of(samples: &[Sample], wall: Duration) -> Run {
 fn raw_oxigraph(activities: usize, quads_per_activity: usize) -> Vec<Duration> {
     use dataspace_node::jsonld::Expander;
     use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
-    let contexts = dataspace_node::intake::load_contexts().unwrap();
+    let contexts = dataspace_node::jsonld::load_contexts().unwrap();
     let doc: Value = serde_json::from_str(EXAMPLE).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = oxigraph::store::Store::open(dir.path()).unwrap();
@@ -453,7 +453,7 @@ fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usi
 /// The SPARQL of a view (look-up by aig id, then the parts of the publisher's graph) straight
 /// on the store, each timed on its own.
 fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) -> (f64, f64) {
-    use dataspace_node::intake::literal;
+    use dataspace_node::rdf::literal;
     use dataspace_node::store::graphs;
     let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
     let queries = dataspace_node::store::Queries::load().unwrap();

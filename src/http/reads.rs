@@ -13,11 +13,12 @@ use serde_json::Value;
 use super::extract::{PathParams, QueryParams};
 use super::negotiate::{negotiate, negotiated};
 use crate::auth::Caller;
+use crate::consignment::{parse_limit, Page, Scope};
 use crate::documents::LinkUse;
 use crate::error::Result;
 use crate::node::Node;
 use crate::views::linked::Linked;
-use crate::views::{parse_limit, pick_document, Page, Read, Scope};
+use crate::views::{pick_document, Read};
 
 type Params = QueryParams<HashMap<String, String>>;
 

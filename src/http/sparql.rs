@@ -12,10 +12,10 @@ use oxigraph::sparql::results::{QueryResultsFormat, QueryResultsSerializer};
 use super::extract::Body;
 use super::negotiate::{negotiate, negotiated};
 use crate::auth::Caller;
+use crate::consignment::Scope;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::sparql::{Answer, Form, Protocol, Sparql};
-use crate::views::Scope;
 
 /// SELECT / ASK results; the first is the default.
 const RESULTS: &[(&str, Form)] = &[

@@ -4,18 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-
-pub const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
-pub const AS_CONTEXT_ALIASES: &[&str] = &[
-    "https://www.w3.org/ns/activitystreams#",
-    "https://www.w3.org/ns/activitystreams.jsonld",
-];
-pub const UNECE_CONTEXT: &str = "https://vocabulary.uncefact.org/unece-context-D23B.jsonld";
-pub const UNECE_CONTEXT_ALIASES: &[&str] = &[
-    "https://vocabulary.uncefact.org",
-    "https://vocabulary.uncefact.org/",
-    "https://vocabulary.uncefact.org/unece-context.jsonld",
-];
+pub use crate::vocab::{AS_CONTEXT, AS_CONTEXT_ALIASES, UNECE_CONTEXT, UNECE_CONTEXT_ALIASES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

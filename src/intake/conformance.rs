@@ -8,7 +8,7 @@ use oxigraph::model::{Dataset, GraphName, Quad};
 use serde_json::{json, Map, Value};
 
 use super::activity::{AS_CONTEXT, UNECE_CONTEXT};
-use super::load_contexts;
+use crate::jsonld::load_contexts;
 use crate::jsonld::{Contexts, Expander};
 
 fn context_file(url: &str) -> Option<&'static str> {

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::ports::Warning;
 use super::shapes::Failure;
+use crate::consignment::ports::Warning;
 
 /// `dataspaceAppId` of the task that applies activities to consignments.
 pub const APP_ID: &str = "dataspace-node:consignments";
@@ -190,15 +190,4 @@ impl Entry {
     pub fn failed(&self) -> bool {
         self.status == "error"
     }
-}
-
-pub fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// Milliseconds since the epoch in the form [`now`] writes.
-pub fn format_millis(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

@@ -12,7 +12,6 @@ pub mod activity;
 #[cfg(test)]
 mod conformance;
 pub mod log;
-pub mod ports;
 pub mod record;
 pub mod shapes;
 
@@ -20,22 +19,23 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{Literal, NamedNode, NamedOrBlankNode, Term, Triple};
+use oxigraph::model::{NamedNode, NamedOrBlankNode, Term, Triple};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Caller;
+use crate::consignment::codes::CodeLists;
+use crate::consignment::listing::{self, Listing};
+use crate::consignment::ports::{self, Ports};
 use crate::documents::{Content, Documents};
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::jsonld::{Contexts, Expander, Expansion};
+use crate::rdf::literal;
 use crate::sharing::{Effects, Sharing};
 use crate::store::{graphs, Queries, Store};
-use crate::views::codes::CodeLists;
-use crate::views::listing::{self, Listing};
 use activity::{Activity, Kind};
 use log::{Entry, TaskError};
-use ports::Ports;
 use shapes::{Failure, Index, Shapes};
 
 /// How long each stage of one activity took (reported as `Server-Timing`).
@@ -74,27 +74,6 @@ pub struct Intake {
 
 const AS: &str = "https://www.w3.org/ns/activitystreams#";
 
-/// The node's offline contexts, each compiled once.
-pub fn load_contexts() -> Result<Contexts> {
-    let mut contexts = Contexts::new();
-    let add = |c: &mut Contexts, url: &str, aliases: &[&str], text: &str| {
-        c.add(url, aliases, text).map_err(Error::internal)
-    };
-    add(
-        &mut contexts,
-        activity::AS_CONTEXT,
-        activity::AS_CONTEXT_ALIASES,
-        include_str!("../../contexts/activitystreams.jsonld"),
-    )?;
-    add(
-        &mut contexts,
-        activity::UNECE_CONTEXT,
-        activity::UNECE_CONTEXT_ALIASES,
-        include_str!("../../contexts/unece-context-D23B.jsonld"),
-    )?;
-    Ok(contexts)
-}
-
 /// ISO 3166 alpha-2 codes from the shipped D23B country list.
 pub fn load_countries() -> Result<HashSet<String>> {
     let list: Value = serde_json::from_str(include_str!("../../contexts/codelists/countryid.json"))
@@ -122,7 +101,7 @@ impl Intake {
         documents: Arc<Documents>,
         credential_key: &[u8],
     ) -> Result<Self> {
-        let contexts = Arc::new(load_contexts()?);
+        let contexts = Arc::new(crate::jsonld::load_contexts()?);
         let vocabulary = contexts.property_kinds(activity::UNECE_CONTEXT);
         let shapes = Shapes::load(vocabulary).map_err(Error::internal)?;
         Ok(Self {
@@ -209,14 +188,13 @@ impl Intake {
         if failures.is_empty() {
             failures.extend(self.reference_failure(caller, &p.activity)?);
         }
-        let summary = match p.activity.kind {
-            Kind::Create | Kind::Update => Some(Value::Object(crate::views::summary::build(
-                p.activity.object(),
-                &p.ports,
-                &self.codes,
-            ))),
-            Kind::Add => None,
-        };
+        let summary =
+            match p.activity.kind {
+                Kind::Create | Kind::Update => Some(Value::Object(
+                    crate::consignment::summary::build(p.activity.object(), &p.ports, &self.codes),
+                )),
+                Kind::Add => None,
+            };
         Ok(Validation {
             valid: failures.is_empty(),
             failures,
@@ -332,7 +310,7 @@ impl Intake {
     /// task failures included, is an entry. Blocking (CPU and store work).
     pub fn process(&self, caller: &Caller, body: &[u8]) -> Result<Outcome> {
         let mut timings = Timings::default();
-        let started_at = log::now();
+        let started_at = crate::consignment::now();
         let Prepared {
             activity,
             entry_id,
@@ -384,7 +362,7 @@ impl Intake {
             if previous.is_some() {
                 record::remove_entry(tx, &activities_graph, &log_node)?;
             }
-            let now = log::format_millis(now);
+            let now = crate::consignment::format_millis(now);
             let outcome = if !failures.is_empty() {
                 Err(TaskError::validation(&failures))
             } else if let Some(Err(message)) = &content {
@@ -414,7 +392,7 @@ impl Intake {
                 entry_id.clone(),
                 generator.clone(),
                 started_at.clone(),
-                log::now(),
+                crate::consignment::now(),
                 outcome,
                 warnings.clone(),
             );
@@ -699,10 +677,6 @@ fn add_kind(activity: &Activity) -> &'static str {
 
 pub fn new_hex() -> String {
     uuid::Uuid::new_v4().simple().to_string()
-}
-
-pub fn literal(s: &str) -> Term {
-    Literal::new_simple_literal(s).into()
 }
 
 #[cfg(test)]

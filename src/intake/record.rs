@@ -16,18 +16,19 @@ use oxigraph::store::Transaction;
 use serde_json::{json, Value};
 
 use super::activity::{Activity, Kind};
-use super::log::{self, Entry, TaskError};
-use super::ports::{string_value, Port, Ports};
-use super::{literal, new_hex};
+use super::log::{Entry, TaskError};
+use super::new_hex;
 use crate::auth::Caller;
+use crate::consignment::codes::CodeLists;
+use crate::consignment::ports::{string_value, Port, Ports};
 use crate::documents::attest::{Attestor, Claims};
 use crate::documents::{Content, Earlier, Revision};
 use crate::error::{Error, Result};
 use crate::jsonld::Expansion;
+use crate::rdf::literal;
 use crate::sharing::policy::Facts;
 use crate::sharing::{readable, Effects, Routed, Sharing};
 use crate::store::{graphs, Queries};
-use crate::views::codes::CodeLists;
 use crate::vocab::{dsn, unece, xsd};
 
 const AS: &str = "https://www.w3.org/ns/activitystreams#";
@@ -346,7 +347,7 @@ impl Apply<'_> {
             created,
             graph: &record.graph,
             summary: Box::new(|| {
-                Value::Object(crate::views::summary::build(
+                Value::Object(crate::consignment::summary::build(
                     self.activity.object(),
                     self.ports,
                     self.codes,
@@ -705,7 +706,7 @@ impl Apply<'_> {
         .next();
         Ok(match found.map(|q| q.object) {
             Some(Term::Literal(l)) => l.value().to_owned(),
-            _ => log::now(),
+            _ => crate::consignment::now(),
         })
     }
 
@@ -743,7 +744,8 @@ impl Apply<'_> {
             json_literal(&Value::Object(self.activity.object().clone())),
             g,
         );
-        let columns = crate::views::summary::build(self.activity.object(), self.ports, self.codes);
+        let columns =
+            crate::consignment::summary::build(self.activity.object(), self.ports, self.codes);
         w.add(
             s.clone(),
             dsn("summaryJson"),

@@ -567,8 +567,8 @@ mod tests {
 
     #[test]
     fn the_d23b_context_round_trips_the_examples() {
-        let c = crate::intake::load_contexts().unwrap();
-        let url = crate::intake::activity::UNECE_CONTEXT;
+        let c = crate::jsonld::load_contexts().unwrap();
+        let url = crate::vocab::UNECE_CONTEXT;
         for name in ["create-consignment.json", "add-event.json"] {
             let path = format!(
                 "{}/tests/fixtures/examples/{name}",

@@ -444,3 +444,25 @@ fn join(path: &str, key: &str) -> String {
         format!("{path}.{key}")
     }
 }
+
+/// The node's offline contexts, each compiled once.
+pub fn load_contexts() -> crate::error::Result<Contexts> {
+    let mut contexts = Contexts::new();
+    let add = |c: &mut Contexts, url: &str, aliases: &[&str], text: &str| {
+        c.add(url, aliases, text)
+            .map_err(crate::error::Error::internal)
+    };
+    add(
+        &mut contexts,
+        crate::vocab::AS_CONTEXT,
+        crate::vocab::AS_CONTEXT_ALIASES,
+        include_str!("../../contexts/activitystreams.jsonld"),
+    )?;
+    add(
+        &mut contexts,
+        crate::vocab::UNECE_CONTEXT,
+        crate::vocab::UNECE_CONTEXT_ALIASES,
+        include_str!("../../contexts/unece-context-D23B.jsonld"),
+    )?;
+    Ok(contexts)
+}

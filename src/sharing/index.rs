@@ -16,7 +16,7 @@ pub struct PolicySet {
 }
 
 fn millis(at: &str) -> i64 {
-    crate::views::listing::millis(at).unwrap_or(0)
+    crate::consignment::listing::millis(at).unwrap_or(0)
 }
 
 impl PolicySet {

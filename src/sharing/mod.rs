@@ -31,15 +31,16 @@ use oxigraph::store::Transaction;
 use serde_json::{json, Value};
 
 use crate::auth::Caller;
+use crate::consignment::cursor::{Cursors, Position};
+use crate::consignment::listing::{self, Key, Listing};
+use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::federation::notice::{self as federation_notice, Kind};
 use crate::federation::outbox::Notice;
 use crate::federation::Federation;
 use crate::identity::NodeIdentity;
+use crate::rdf::text;
 use crate::store::{graphs, Queries, Store};
-use crate::views::cursor::{Cursors, Position};
-use crate::views::listing::{self, Key, Listing};
-use crate::views::{text, Page};
 use crate::vocab::{dsn, RDF_JSON};
 use index::PolicySet;
 use notifications::Notifications;
@@ -267,7 +268,7 @@ impl Sharing {
                 .uid
                 .unwrap_or_else(|| format!("urn:uuid:{}", uuid::Uuid::new_v4())),
             permissions: draft.permissions,
-            created: crate::intake::log::now(),
+            created: crate::consignment::now(),
         };
         let graph = graphs::policy(&policy.uid);
         let state = serde_json::to_string(&policy).map_err(Error::internal)?;

@@ -19,12 +19,9 @@ use oxigraph::model::{BlankNode, GraphName, Literal, NamedNode, Quad};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::intake::ports::is_locode;
-use crate::vocab::{dsn, DSN};
+use crate::consignment::ports::is_locode;
+use crate::vocab::{dsn, DSN, ODRL, ODRL_CONTEXT, ODRL_CONTEXT_ALIASES};
 
-pub const ODRL_CONTEXT: &str = "http://www.w3.org/ns/odrl.jsonld";
-const ODRL_CONTEXT_ALIASES: &[&str] = &["https://www.w3.org/ns/odrl.jsonld"];
-pub const ODRL: &str = "http://www.w3.org/ns/odrl/2/";
 /// Most values one `isAnyOf` may list.
 const MAX_VALUES: usize = 1000;
 /// Most permissions one policy may hold.
@@ -682,6 +679,26 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_policy_operand_is_a_left_operand() {
+        let g: oxigraph::model::Graph =
+            oxigraph::io::RdfParser::from_format(oxigraph::io::RdfFormat::Turtle)
+                .for_slice(crate::vocab::VOCABULARY_TURTLE)
+                .map(|q| oxigraph::model::Triple::from(q.unwrap()))
+                .collect();
+        let left = oxigraph::model::Term::from(NamedNode::new_unchecked(
+            "http://www.w3.org/ns/odrl/2/LeftOperand",
+        ));
+        for operand in Operand::ALL {
+            let iri = operand.iri();
+            assert!(
+                g.triples_for_subject(&iri)
+                    .any(|t| t.predicate == rdf::TYPE && t.object == left.as_ref()),
+                "{iri} is not an odrl:LeftOperand in the vocabulary"
+            );
+        }
+    }
 
     const TARGET: &str = "http://node.test/supply-chain/data-space/consignments";
     const AGENCY: &str = "did:web:node.test:org:ke";

@@ -12,13 +12,13 @@ use oxigraph::model::{NamedNode, Quad, Term};
 use serde_json::json;
 
 use super::{has, quad, Effects, Sharing};
+use crate::consignment::listing;
 use crate::error::{Error, Result};
 use crate::federation::notice::{self, Kind, Received};
 use crate::federation::outbox::{Notice, Outbox};
 use crate::federation::token::NodeCaller;
-use crate::intake::literal;
+use crate::rdf::literal;
 use crate::store::graphs;
-use crate::views::listing;
 use crate::vocab::dsn;
 
 const NO_SUCH_ORGANIZATION: &str = "no such organisation on this node";

@@ -24,11 +24,11 @@ use oxigraph::sparql::{
 use spargebra::SparqlParser;
 
 use crate::auth::Caller;
+use crate::consignment::listing::{id_bits, Listing};
+use crate::consignment::Scope;
 use crate::error::{Error, Result};
 use crate::sharing::{readable, Sharing};
 use crate::store::{graphs, Store};
-use crate::views::listing::{id_bits, Listing};
-use crate::views::Scope;
 
 /// What a query answers with, known before evaluation (for content negotiation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

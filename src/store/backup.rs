@@ -281,7 +281,7 @@ const PREFIXES: &[(&str, &str)] = &[
     ("dsn", crate::vocab::DSN),
     ("unece", crate::vocab::UNECE),
     ("as", "https://www.w3.org/ns/activitystreams#"),
-    ("odrl", crate::sharing::policy::ODRL),
+    ("odrl", crate::vocab::ODRL),
     ("rdf", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"),
     ("xsd", crate::vocab::XSD),
 ];

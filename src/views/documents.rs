@@ -10,12 +10,14 @@ use oxigraph::sparql::QuerySolution;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::cursor::Position;
-use super::{instant, org_term, parse_json, summary, text, Page, Part, Read, Scope, Views};
+use super::{instant, org_term, parse_json, Part, Read, Views};
 use crate::auth::Caller;
+use crate::consignment::cursor::Position;
+use crate::consignment::{summary, Page, Scope};
 use crate::documents::{LinkUse, Revision};
 use crate::error::{Error, Result};
-use crate::intake::literal;
+use crate::rdf::literal;
+use crate::rdf::text;
 
 impl Views {
     /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{instant, Item, ListPlan, Page, Part, Parts, Read, Views, Visible};
+use super::{instant, Item, ListPlan, Part, Parts, Read, Views, Visible};
+use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::store::graphs;
@@ -113,7 +114,7 @@ impl Views {
         let rows = self.queries.select(
             &self.store,
             "consignment_by_any_id",
-            &[("key", crate::intake::literal(&format!("aig:{hex}")))],
+            &[("key", crate::rdf::literal(&format!("aig:{hex}")))],
         )?;
         let row = rows.first().ok_or_else(not_found)?;
         let (Some(record), Some(publisher_graph), Some(publisher)) = (

@@ -13,8 +13,9 @@ use std::collections::HashSet;
 use oxigraph::io::{RdfFormat, RdfSerializer};
 use oxigraph::model::{GraphNameRef, Quad, Triple};
 
-use super::{Scope, Views};
+use super::Views;
 use crate::auth::Caller;
+use crate::consignment::Scope;
 use crate::error::{Error, Result};
 use crate::store::graphs::MINTED_PREFIX;
 use crate::vocab::{DSN, UNECE, XSD};

@@ -18,106 +18,30 @@
 //! - `documents`: DocumentAttachment and DocumentRecord, with download links.
 //! - [`linked`]: a consignment as JSON-LD (compacted against D23B), Turtle, N-Quads, ...
 
-pub mod codes;
-pub mod cursor;
 mod documents;
 mod federated;
 pub use documents::pick as pick_document;
 pub mod linked;
-pub mod listing;
-pub mod rows;
-pub mod summary;
 
 use std::sync::Arc;
 
 use oxigraph::model::{NamedNode, Term};
-use oxigraph::sparql::QuerySolution;
 use serde_json::{json, Map, Value};
 
 use crate::auth::Caller;
+use crate::consignment::codes::CodeLists;
+use crate::consignment::cursor::{Cursors, Position};
+use crate::consignment::listing::{self, Listing};
+use crate::consignment::rows::Row;
+use crate::consignment::Scope;
 use crate::documents::Documents;
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
-use crate::intake::literal;
 use crate::jsonld::{Compactor, Contexts};
+use crate::rdf::literal;
+use crate::rdf::{node, text};
 use crate::sharing::Sharing;
 use crate::store::{graphs, Queries, Store};
-use codes::CodeLists;
-use cursor::{Cursors, Position};
-use listing::Listing;
-use rows::Row;
-
-pub const DEFAULT_LIMIT: usize = 20;
-pub const MAX_LIMIT: usize = 100;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Own,
-    Shared,
-    All,
-}
-
-impl Scope {
-    pub fn parse(value: Option<&str>) -> Result<Self> {
-        match value {
-            None | Some("all") => Ok(Scope::All),
-            Some("own") => Ok(Scope::Own),
-            Some("shared") => Ok(Scope::Shared),
-            Some(other) => Err(Error::invalid_field(
-                "scope",
-                format!("{other:?} is not one of own, shared, all"),
-            )),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Own => "own",
-            Scope::Shared => "shared",
-            Scope::All => "all",
-        }
-    }
-
-    pub(crate) fn includes_own(self) -> bool {
-        matches!(self, Scope::Own | Scope::All)
-    }
-
-    pub(crate) fn includes_shared(self) -> bool {
-        matches!(self, Scope::Shared | Scope::All)
-    }
-}
-
-/// `limit` as the spec has it: a string; default 20, 1 to 100.
-pub fn parse_limit(value: Option<&str>) -> Result<usize> {
-    let Some(text) = value else {
-        return Ok(DEFAULT_LIMIT);
-    };
-    match text.trim().parse::<i64>() {
-        Ok(n) if (1..=MAX_LIMIT as i64).contains(&n) => Ok(n as usize),
-        Ok(_) => Err(Error::invalid_field(
-            "limit",
-            format!("must be between 1 and {MAX_LIMIT}"),
-        )),
-        Err(_) => Err(Error::invalid_field("limit", "must be a whole number")),
-    }
-}
-
-pub struct Page {
-    pub entities: Vec<Value>,
-    pub cursor: Option<String>,
-    /// `discoveryFailed` warnings of partner datasets a list could not include.
-    pub warnings: Vec<Value>,
-}
-
-impl Page {
-    pub fn new(entities: Vec<Value>, cursor: Option<String>) -> Self {
-        Self {
-            entities,
-            cursor,
-            warnings: Vec::new(),
-        }
-    }
-}
 
 /// A consignment the caller may read, as found in the index.
 pub struct Visible {
@@ -145,21 +69,6 @@ pub struct Views {
 }
 
 /// A solution's literal or IRI as text.
-pub(crate) fn text(row: &QuerySolution, var: &str) -> Option<String> {
-    match row.get(var) {
-        Some(Term::Literal(l)) => Some(l.value().to_owned()),
-        Some(Term::NamedNode(n)) => Some(n.as_str().to_owned()),
-        _ => None,
-    }
-}
-
-fn node(row: &QuerySolution, var: &str) -> Option<NamedNode> {
-    match row.get(var) {
-        Some(Term::NamedNode(n)) => Some(n.clone()),
-        _ => None,
-    }
-}
-
 fn org_term(caller: &Caller) -> Term {
     NamedNode::new_unchecked(caller.organization.as_str()).into()
 }
@@ -183,8 +92,8 @@ impl Views {
         contexts: &Contexts,
         cursor_key: &[u8],
     ) -> Result<Self> {
-        let compactor = Compactor::new(contexts, crate::intake::activity::UNECE_CONTEXT)
-            .map_err(Error::internal)?;
+        let compactor =
+            Compactor::new(contexts, crate::vocab::UNECE_CONTEXT).map_err(Error::internal)?;
         Ok(Self {
             store,
             queries,
@@ -646,7 +555,7 @@ impl Views {
             .and_then(|m| m.get("transportMeansTypeCode"))
             .and_then(Value::as_str);
         let equipment: Vec<Value> = entries(payload.get("utilizedTransportEquipment"))
-            .filter_map(|e| crate::intake::ports::string_value(e.get("identifier")))
+            .filter_map(|e| crate::consignment::ports::string_value(e.get("identifier")))
             .map(|identifier| {
                 let types: Vec<Value> = means_type
                     .map(|raw| self.codes.resolve(raw, CodeLists::transport_means_type))
@@ -781,22 +690,5 @@ pub fn ambiguous<'a>(id: &str, candidates: impl Iterator<Item = (&'a str, &'a st
         candidates: candidates
             .map(|(aig, publisher)| serde_json::json!({"aigId": aig, "publisher": publisher}))
             .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limit_and_scope_parsing() {
-        assert_eq!(parse_limit(None).unwrap(), DEFAULT_LIMIT);
-        assert_eq!(parse_limit(Some("7")).unwrap(), 7);
-        for bad in ["0", "-1", "101", "ten", "1.5", ""] {
-            assert!(parse_limit(Some(bad)).is_err(), "{bad}");
-        }
-        assert_eq!(Scope::parse(None).unwrap(), Scope::All);
-        assert_eq!(Scope::parse(Some("own")).unwrap(), Scope::Own);
-        assert!(Scope::parse(Some("mine")).is_err());
     }
 }

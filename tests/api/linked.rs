@@ -62,7 +62,7 @@ fn parse(format: RdfFormat, bytes: &[u8]) -> (Graph, BTreeSet<String>) {
 
 /// The JSON-LD expanded by the node's own processor with the shipped contexts.
 fn expand(doc: &Value) -> Graph {
-    let contexts = dataspace_node::intake::load_contexts().unwrap();
+    let contexts = dataspace_node::jsonld::load_contexts().unwrap();
     let mut e = Expander::new(&contexts).with_included();
     e.document(doc.as_object().unwrap()).unwrap();
     let out = e.finish();

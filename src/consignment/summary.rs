@@ -13,7 +13,7 @@
 use serde_json::{json, Map, Value};
 
 use super::codes::CodeLists;
-use crate::intake::ports::{string_value, Ports};
+use crate::consignment::ports::{string_value, Ports};
 
 /// The entries of a JSON-LD value: an array's elements, or the value itself.
 fn entries(value: Option<&Value>) -> Vec<&Map<String, Value>> {

@@ -1,0 +1,116 @@
+//! The consignment as the node understands it, apart from how it is stored or served: ids and
+//! read scopes, the summary columns of a list row, the ports derived from a description,
+//! code-list labels, the in-memory list order, paging cursors and the clock's format. Use cases
+//! above build on it; it knows nothing of HTTP and nothing of the use cases.
+
+pub mod codes;
+pub mod cursor;
+pub mod listing;
+pub mod ports;
+pub mod rows;
+pub mod summary;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_LIMIT: usize = 20;
+pub const MAX_LIMIT: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Own,
+    Shared,
+    All,
+}
+
+impl Scope {
+    pub fn parse(value: Option<&str>) -> Result<Self> {
+        match value {
+            None | Some("all") => Ok(Scope::All),
+            Some("own") => Ok(Scope::Own),
+            Some("shared") => Ok(Scope::Shared),
+            Some(other) => Err(Error::invalid_field(
+                "scope",
+                format!("{other:?} is not one of own, shared, all"),
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Own => "own",
+            Scope::Shared => "shared",
+            Scope::All => "all",
+        }
+    }
+
+    pub(crate) fn includes_own(self) -> bool {
+        matches!(self, Scope::Own | Scope::All)
+    }
+
+    pub(crate) fn includes_shared(self) -> bool {
+        matches!(self, Scope::Shared | Scope::All)
+    }
+}
+
+/// `limit` as the spec has it: a string; default 20, 1 to 100.
+pub fn parse_limit(value: Option<&str>) -> Result<usize> {
+    let Some(text) = value else {
+        return Ok(DEFAULT_LIMIT);
+    };
+    match text.trim().parse::<i64>() {
+        Ok(n) if (1..=MAX_LIMIT as i64).contains(&n) => Ok(n as usize),
+        Ok(_) => Err(Error::invalid_field(
+            "limit",
+            format!("must be between 1 and {MAX_LIMIT}"),
+        )),
+        Err(_) => Err(Error::invalid_field("limit", "must be a whole number")),
+    }
+}
+
+pub struct Page {
+    pub entities: Vec<Value>,
+    pub cursor: Option<String>,
+    /// `discoveryFailed` warnings of partner datasets a list could not include.
+    pub warnings: Vec<Value>,
+}
+
+impl Page {
+    pub fn new(entities: Vec<Value>, cursor: Option<String>) -> Self {
+        Self {
+            entities,
+            cursor,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The time now as the node writes it (RFC 3339, milliseconds, UTC).
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Milliseconds since the epoch in the form [`now`] writes.
+pub fn format_millis(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_and_scope_parsing() {
+        assert_eq!(parse_limit(None).unwrap(), DEFAULT_LIMIT);
+        assert_eq!(parse_limit(Some("7")).unwrap(), 7);
+        for bad in ["0", "-1", "101", "ten", "1.5", ""] {
+            assert!(parse_limit(Some(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(Scope::parse(None).unwrap(), Scope::All);
+        assert_eq!(Scope::parse(Some("own")).unwrap(), Scope::Own);
+        assert!(Scope::parse(Some("mine")).is_err());
+    }
+}
