@@ -128,11 +128,14 @@ impl Node {
             queries.clone(),
             identity.clone(),
             codes.clone(),
-            listing.clone(),
             sharing.clone(),
             documents.clone(),
             credential_secret.as_bytes(),
         )?;
+        // The in-memory models that follow the writes' commit events.
+        store.register(&listing);
+        store.register(&sharing);
+        store.register(&federation.outbox);
         let views = Views::new(
             store.clone(),
             queries.clone(),

@@ -13,7 +13,7 @@ use std::sync::RwLock;
 use oxigraph::model::Term;
 
 use crate::error::Result;
-use crate::store::{Queries, Store};
+use crate::store::{Committed, Queries, ReadModel, Store};
 
 /// Sort key: milliseconds since the epoch, then the aig id.
 pub type Key = (i64, String);
@@ -120,6 +120,21 @@ impl Listing {
         match after {
             Some(after) => keys.range(..after.clone()).rev().take(n).cloned().collect(),
             None => keys.iter().rev().take(n).cloned().collect(),
+        }
+    }
+}
+
+/// An organisation's own list follows its Creates; the row cache drops rows a write changed.
+impl ReadModel for Listing {
+    fn apply(&self, event: &Committed) {
+        match event {
+            Committed::ConsignmentCreated {
+                publisher,
+                created_ms,
+                aig,
+            } => self.insert(publisher, (*created_ms, aig.clone())),
+            Committed::RowChanged { aig_hex } => self.rows.changed([aig_hex.as_str()]),
+            _ => {}
         }
     }
 }

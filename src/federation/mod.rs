@@ -61,7 +61,7 @@ pub struct Federation {
     cache_ttl: Duration,
     /// Pulled datasets by (reader organisation, dataset), when a cache lifetime is set.
     cache: Mutex<HashMap<(String, RemoteDataset), Pulled>>,
-    pub outbox: Outbox,
+    pub outbox: Arc<Outbox>,
 }
 
 impl Federation {
@@ -94,7 +94,7 @@ impl Federation {
             timeout,
             cache_ttl,
             cache: Mutex::new(HashMap::new()),
-            outbox: Outbox::default(),
+            outbox: Arc::new(Outbox::default()),
         })
     }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{Committed, Events, ReadModel, Store};
 use crate::vocab::{dsn, RDF_JSON};
 
 /// First retry after this; doubled per failure up to [`MAX_BACKOFF`].
@@ -74,16 +74,14 @@ impl Default for Outbox {
 }
 
 impl Outbox {
-    /// Queues `notice` in the transaction; hand it to [`Outbox::committed`] after the commit.
-    pub fn write(tx: &mut Transaction<'_>, notice: &Notice) {
+    /// Stores `notice` in the write's transaction; once committed, the event hands it to the
+    /// delivery task (see the [`ReadModel`] impl).
+    pub fn queue(tx: &mut Transaction<'_>, notice: &Notice, events: &mut Events) {
         tx.insert(&notice.quad());
-    }
-
-    /// Hands committed notices to the delivery task.
-    pub fn committed(&self, notices: &[Notice]) {
-        for n in notices {
-            // The receiver is gone only when the node shuts down; the notice stays stored.
-            let _ = self.tx.send(n.clone());
+        match serde_json::to_value(notice) {
+            Ok(notice) => events.push(Committed::NoticeQueued { notice }),
+            // Still stored: delivered after the next start.
+            Err(e) => tracing::error!(error = %e, "a queued notice could not be handed on"),
         }
     }
 
@@ -184,6 +182,21 @@ impl Outbox {
                 },
                 _ = tokio::time::sleep(sleep) => {}
                 _ = closing.changed() => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Notices queued by a committed write go to the delivery task at once.
+impl ReadModel for Outbox {
+    fn apply(&self, event: &Committed) {
+        if let Committed::NoticeQueued { notice } = event {
+            match Notice::deserialize(notice) {
+                // The receiver is gone only when the node shuts down; the notice stays stored.
+                Ok(n) => {
+                    let _ = self.tx.send(n);
+                }
+                Err(e) => tracing::error!(error = %e, "a queued notice could not be read back"),
             }
         }
     }

@@ -25,14 +25,14 @@ use sha2::{Digest, Sha256};
 
 use crate::auth::Caller;
 use crate::consignment::codes::CodeLists;
-use crate::consignment::listing::{self, Listing};
 use crate::consignment::ports::{self, Ports};
 use crate::documents::{Content, Documents};
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::jsonld::{Contexts, Expander, Expansion};
 use crate::rdf::literal;
-use crate::sharing::{Effects, Sharing};
+use crate::sharing::Sharing;
+use crate::store::Events;
 use crate::store::{graphs, Queries, Store};
 use activity::{Activity, Kind};
 use log::{Entry, TaskError};
@@ -67,7 +67,6 @@ pub struct Intake {
     identity: Arc<NodeIdentity>,
     credentials: record::Credentials,
     codes: Arc<CodeLists>,
-    listing: Arc<Listing>,
     sharing: Arc<Sharing>,
     documents: Arc<Documents>,
 }
@@ -96,7 +95,6 @@ impl Intake {
         queries: Arc<Queries>,
         identity: Arc<NodeIdentity>,
         codes: Arc<CodeLists>,
-        listing: Arc<Listing>,
         sharing: Arc<Sharing>,
         documents: Arc<Documents>,
         credential_key: &[u8],
@@ -113,7 +111,6 @@ impl Intake {
             credentials: record::Credentials::new(credential_key, identity.node_did()),
             identity,
             codes,
-            listing,
             sharing,
             documents,
         })
@@ -348,8 +345,7 @@ impl Intake {
         let log_node = graphs::minted("activity-log", &entry_id);
         let activities_graph = graphs::activities(&caller.organization);
         let generator = self.identity.node_did();
-        let write = |tx: &mut oxigraph::store::Transaction<'_>| {
-            let mut effects = Effects::default();
+        let write = |tx: &mut oxigraph::store::Transaction<'_>, events: &mut Events| {
             // Taken under the writer lock: creation times increase strictly in commit order, so
             // the lists (newest first by creation time) keep commit order, even for Creates
             // within one millisecond, and across restarts (the time is stored).
@@ -357,7 +353,7 @@ impl Intake {
             // Checked again under the writer lock: two identical posts racing apply once.
             let previous = self.entry_in(tx, &activities_graph, &log_node)?;
             if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
-                return Ok((existing.clone(), false, effects, now));
+                return Ok((existing.clone(), false));
             }
             if previous.is_some() {
                 record::remove_entry(tx, &activities_graph, &log_node)?;
@@ -386,8 +382,12 @@ impl Intake {
                     attestor: self.documents.attestor(),
                     now: &now,
                 };
-                apply.run(tx, &mut effects)?
+                apply.run(tx, events)?
             };
+            if outcome.is_err() {
+                // The task failed: its log entry is written, and nothing else counts.
+                events.clear();
+            }
             let entry = Entry::new(
                 entry_id.clone(),
                 generator.clone(),
@@ -397,27 +397,13 @@ impl Intake {
                 warnings.clone(),
             );
             record::write_entry(tx, &activities_graph, &log_node, &entry)?;
-            let ms = listing::millis(&now).unwrap_or_default();
-            Ok((entry, true, effects, ms))
+            Ok((entry, true))
         };
-        let (entry, created, effects, _) =
-            self.store
-                .write_then(write, |(entry, created, effects, ms)| {
-                    // Committed: the new consignment joins its organisation's list order, routing's
-                    // shares and notifications their indexes — still under the writer lock, so in
-                    // commit order.
-                    if !*created || entry.failed() {
-                        return;
-                    }
-                    self.listing.rows.changed(effects.touched());
-                    if activity.kind == Kind::Create {
-                        self.listing
-                            .insert(&caller.organization, (*ms, format!("aig:{object_id}")));
-                    }
-                    self.sharing.committed(effects);
-                })?;
+        // Committed: the new consignment joins its organisation's list, routing's shares and
+        // notifications their indexes — the models registered with the store apply the events.
+        let ((entry, created), events) = self.store.commit(write)?;
         timings.store = t.elapsed();
-        timings.route = effects.routing_time();
+        timings.route = events.routing;
         Ok(Outcome {
             entry,
             created,

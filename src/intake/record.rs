@@ -27,8 +27,9 @@ use crate::error::{Error, Result};
 use crate::jsonld::Expansion;
 use crate::rdf::literal;
 use crate::sharing::policy::Facts;
-use crate::sharing::{readable, Effects, Routed, Sharing};
+use crate::sharing::{readable, Routed, Sharing};
 use crate::store::{graphs, Queries};
+use crate::store::{Committed, Events};
 use crate::vocab::{dsn, unece, xsd};
 
 const AS: &str = "https://www.w3.org/ns/activitystreams#";
@@ -140,16 +141,16 @@ fn json_literal(v: &Value) -> Term {
 impl Apply<'_> {
     /// `Ok(Ok(statements))` when applied, `Ok(Err(task error))` when the activity cannot be
     /// applied (nothing written), `Err` for internal failures.
-    /// Routing's changes to in-memory indexes go to `effects`, applied after the commit.
+    /// What the write changes that in-memory models mirror goes to `events`.
     pub fn run(
         &self,
         tx: &mut Transaction<'_>,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<Result<i64, TaskError>> {
         match self.activity.kind {
-            Kind::Create => self.create(tx, effects),
-            Kind::Update => self.update(tx, effects),
-            Kind::Add => self.add(tx, effects),
+            Kind::Create => self.create(tx, events),
+            Kind::Update => self.update(tx, events),
+            Kind::Add => self.add(tx, events),
         }
     }
 
@@ -280,7 +281,7 @@ impl Apply<'_> {
     fn create(
         &self,
         tx: &mut Transaction<'_>,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<Result<i64, TaskError>> {
         let (global_id, identifier) = self.ids();
         if self.lookup(tx, &global_id)?.is_some() {
@@ -319,7 +320,14 @@ impl Apply<'_> {
         self.activity_graph(&mut w, &rest, &record)?;
         let written = w.written;
         readable::contribution_added(tx, &record.consignment, aig, self.org())?;
-        self.route(tx, &record, &now, &now, effects)?;
+        self.route(tx, &record, &now, &now, events)?;
+        if let Some(created_ms) = crate::consignment::listing::millis(&now) {
+            events.push(Committed::ConsignmentCreated {
+                publisher: record.publisher.clone(),
+                created_ms,
+                aig: format!("aig:{aig}"),
+            });
+        }
         Ok(Ok(written))
     }
 
@@ -330,11 +338,11 @@ impl Apply<'_> {
         record: &Record,
         created: &str,
         now: &str,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<()> {
         let routed = self.routed(record, created);
         self.sharing
-            .route(tx, &routed, &facts(self.ports), now, effects)
+            .route(tx, &routed, &facts(self.ports), now, events)
     }
 
     fn routed<'r>(&'r self, record: &'r Record, created: &'r str) -> Routed<'r> {
@@ -359,7 +367,7 @@ impl Apply<'_> {
     fn update(
         &self,
         tx: &mut Transaction<'_>,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<Result<i64, TaskError>> {
         let (global_id, identifier) = self.ids();
         let found = match self.lookup(tx, &global_id)? {
@@ -389,7 +397,9 @@ impl Apply<'_> {
             identifier,
             ..old
         };
-        effects.touch(&record.aig_hex);
+        events.push(Committed::RowChanged {
+            aig_hex: record.aig_hex.clone(),
+        });
         let (object, rest) = self.split(&record.consignment.clone().into());
         let mut w = Writer { tx, written: 0 };
         w.triples(&object, &record.graph);
@@ -401,16 +411,12 @@ impl Apply<'_> {
         let written = w.written;
         // Only a change of ports routes again; grants already given stay (see `sharing`).
         if old_facts != facts(self.ports) {
-            self.route(tx, &record, &created, &now, effects)?;
+            self.route(tx, &record, &created, &now, events)?;
         }
         Ok(Ok(written))
     }
 
-    fn add(
-        &self,
-        tx: &mut Transaction<'_>,
-        effects: &mut Effects,
-    ) -> Result<Result<i64, TaskError>> {
+    fn add(&self, tx: &mut Transaction<'_>, events: &mut Events) -> Result<Result<i64, TaskError>> {
         let target_key = self
             .activity
             .target()
@@ -438,7 +444,9 @@ impl Apply<'_> {
             ))));
         };
         // Its update time (and maybe its status) moves.
-        effects.touch(&record.aig_hex);
+        events.push(Committed::RowChanged {
+            aig_hex: record.aig_hex.clone(),
+        });
         let object = self.activity.object();
         let kind = match object.get("type").and_then(Value::as_str) {
             Some("Document") => "Document",
@@ -479,7 +487,7 @@ impl Apply<'_> {
                 let created = self.created_of(tx, &record)?;
                 let routed = self.routed(&record, &created);
                 self.sharing
-                    .offer_contribution(tx, &routed, self.org(), &now, effects)?;
+                    .offer_contribution(tx, &routed, self.org(), &now, events)?;
             }
         }
         let (mut triples, rest) = self.split(self.object_root);

@@ -36,47 +36,14 @@ use crate::consignment::listing::{self, Key, Listing};
 use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::federation::notice::{self as federation_notice, Kind};
-use crate::federation::outbox::Notice;
 use crate::federation::Federation;
 use crate::identity::NodeIdentity;
 use crate::rdf::text;
-use crate::store::{graphs, Queries, Store};
+use crate::store::{graphs, Committed, Events, Queries, ReadModel, Store};
 use crate::vocab::{dsn, RDF_JSON};
 use index::PolicySet;
 use notifications::Notifications;
 use policy::{Facts, Permission, Policy, Rules};
-
-/// What a committed write changes in the in-memory indexes; applied by [`Sharing::committed`]
-/// under the writer lock.
-#[derive(Debug, Default)]
-pub struct Effects {
-    shares: Vec<(String, Key)>,
-    unshares: Vec<(String, Key)>,
-    notices: Vec<(String, u64)>,
-    /// Notices to other nodes, delivered after the commit.
-    outbox: Vec<Notice>,
-    policy_added: Option<Policy>,
-    policy_removed: Option<String>,
-    routing: std::time::Duration,
-    /// Records (aig hex) whose list row the write changed: their cached rows go.
-    touched: Vec<String>,
-}
-
-impl Effects {
-    /// Notes that the write changes the list row of record `aig_hex`.
-    pub fn touch(&mut self, aig_hex: &str) {
-        self.touched.push(aig_hex.to_owned());
-    }
-
-    pub fn touched(&self) -> impl Iterator<Item = &str> {
-        self.touched.iter().map(String::as_str)
-    }
-
-    /// Time spent routing (reported in `Server-Timing`).
-    pub fn routing_time(&self) -> std::time::Duration {
-        self.routing
-    }
-}
 
 /// The consignment being routed.
 pub struct Routed<'a> {
@@ -209,27 +176,6 @@ impl Sharing {
         self.policies.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Applies a committed write's effects to the in-memory indexes. Under the writer lock.
-    pub fn committed(&self, effects: &Effects) {
-        if effects.policy_added.is_some() || effects.policy_removed.is_some() {
-            let mut set = self.policies.write().unwrap_or_else(|p| p.into_inner());
-            if let Some(uid) = &effects.policy_removed {
-                set.remove(uid);
-            }
-            if let Some(p) = &effects.policy_added {
-                set.insert(p.clone());
-            }
-        }
-        for (org, key) in &effects.shares {
-            self.shared.insert(org, key.clone());
-        }
-        for (org, key) in &effects.unshares {
-            self.shared.remove(org, key);
-        }
-        self.notifications.committed(&effects.notices);
-        self.federation.outbox.committed(&effects.outbox);
-    }
-
     /// `POST /policies`: checks the body, stores the policy and indexes it. Blocking.
     pub fn create_policy(&self, body: &Value) -> Result<Value> {
         let rules = Rules {
@@ -272,30 +218,26 @@ impl Sharing {
         };
         let graph = graphs::policy(&policy.uid);
         let state = serde_json::to_string(&policy).map_err(Error::internal)?;
-        self.store.write_then(
-            |tx| {
-                if self.policy_set().get(&policy.uid).is_some() {
-                    return Err(Error::Conflict(format!(
-                        "a policy with uid {:?} already exists; delete it first to replace it",
-                        policy.uid
-                    )));
-                }
-                for q in policy.quads(&self.target, &graph) {
-                    tx.insert(&q);
-                }
-                tx.insert(&Quad::new(
-                    NamedNode::new_unchecked(&policy.uid),
-                    dsn("policyState"),
-                    Literal::new_typed_literal(state, NamedNode::new_unchecked(RDF_JSON)),
-                    GraphName::NamedNode(graph.clone()),
-                ));
-                Ok(Effects {
-                    policy_added: Some(policy.clone()),
-                    ..Effects::default()
-                })
-            },
-            |effects| self.committed(effects),
-        )?;
+        let stored = serde_json::to_value(&policy).map_err(Error::internal)?;
+        self.store.commit(|tx, events| {
+            if self.policy_set().get(&policy.uid).is_some() {
+                return Err(Error::Conflict(format!(
+                    "a policy with uid {:?} already exists; delete it first to replace it",
+                    policy.uid
+                )));
+            }
+            for q in policy.quads(&self.target, &graph) {
+                tx.insert(&q);
+            }
+            tx.insert(&Quad::new(
+                NamedNode::new_unchecked(&policy.uid),
+                dsn("policyState"),
+                Literal::new_typed_literal(state, NamedNode::new_unchecked(RDF_JSON)),
+                GraphName::NamedNode(graph.clone()),
+            ));
+            events.push(Committed::PolicyStored { state: stored });
+            Ok(())
+        })?;
         let all: Vec<&Permission> = policy.permissions.iter().collect();
         Ok(policy.to_json(&self.target, &all))
     }
@@ -367,74 +309,76 @@ impl Sharing {
     /// many organisations lost access to how many consignments. Blocking.
     pub fn delete_policy(&self, uid: &str) -> Result<usize> {
         let graph = graphs::policy(uid);
-        let effects = self.store.write_then(
-            |tx| {
-                if self.policy_set().get(uid).is_none() {
-                    return Err(Error::NotFound(POLICY_NOT_FOUND.into()));
-                }
-                tx.clear_graph(GraphName::NamedNode(graph.clone()).as_ref())?;
-                let mut effects = Effects {
-                    policy_removed: Some(uid.to_owned()),
-                    ..Effects::default()
+        let (revoked, _) = self.store.commit(|tx, events| {
+            if self.policy_set().get(uid).is_none() {
+                return Err(Error::NotFound(POLICY_NOT_FOUND.into()));
+            }
+            tx.clear_graph(GraphName::NamedNode(graph.clone()).as_ref())?;
+            events.push(Committed::PolicyRemoved {
+                uid: uid.to_owned(),
+            });
+            let mut revoked = 0;
+            let given = graphs::grants(uid);
+            let grants = self.queries.select_in(
+                tx,
+                "grants_of_policy",
+                &[("grants", given.clone().into())],
+            )?;
+            tx.clear_graph(GraphName::NamedNode(given).as_ref())?;
+            for row in grants {
+                let (Some(Term::NamedNode(record)), Some(Term::NamedNode(org))) =
+                    (row.get("record"), row.get("org"))
+                else {
+                    continue;
                 };
-                let given = graphs::grants(uid);
-                let grants = self.queries.select_in(
+                let remains = self.queries.ask_in(
                     tx,
-                    "grants_of_policy",
-                    &[("grants", given.clone().into())],
+                    "grant_remains",
+                    &[
+                        ("record", record.clone().into()),
+                        ("org", org.clone().into()),
+                    ],
                 )?;
-                tx.clear_graph(GraphName::NamedNode(given).as_ref())?;
-                for row in grants {
-                    let (Some(Term::NamedNode(record)), Some(Term::NamedNode(org))) =
-                        (row.get("record"), row.get("org"))
-                    else {
-                        continue;
-                    };
-                    let remains = self.queries.ask_in(
-                        tx,
-                        "grant_remains",
-                        &[
-                            ("record", record.clone().into()),
-                            ("org", org.clone().into()),
-                        ],
-                    )?;
-                    if !remains {
-                        tx.remove(&quad(record.clone(), dsn("sharedWith"), org.clone()));
-                        if let Some(hex) = readable::aig_hex(record) {
-                            readable::member_removed(tx, record, hex, org.as_str())?;
-                        }
-                        if let (Some(aig), Some(ms)) = (
-                            text(&row, "aig"),
-                            text(&row, "created").and_then(|c| listing::millis(&c)),
-                        ) {
-                            effects.unshares.push((org.as_str().to_owned(), (ms, aig)));
-                        }
+                if !remains {
+                    tx.remove(&quad(record.clone(), dsn("sharedWith"), org.clone()));
+                    if let Some(hex) = readable::aig_hex(record) {
+                        readable::member_removed(tx, record, hex, org.as_str())?;
+                    }
+                    if let (Some(aig), Some(ms)) = (
+                        text(&row, "aig"),
+                        text(&row, "created").and_then(|c| listing::millis(&c)),
+                    ) {
+                        events.push(Committed::Unshared {
+                            org: org.as_str().to_owned(),
+                            created_ms: ms,
+                            aig,
+                        });
+                        revoked += 1;
                     }
                 }
-                Ok(effects)
-            },
-            |effects| self.committed(effects),
-        )?;
-        Ok(effects.unshares.len())
+            }
+            Ok(revoked)
+        })?;
+        Ok(revoked)
     }
 
     /// Routes a consignment: every permission its ports satisfy grants the assignee read
     /// access; an organisation that gains access is notified once. Inside the inbox's write
-    /// transaction; the caller hands `effects` to [`Sharing::committed`] after the commit.
+    /// transaction; what it shares and notifies goes into the write's `events`.
     pub fn route(
         &self,
         tx: &mut Transaction<'_>,
         c: &Routed<'_>,
         facts: &Facts,
         now: &str,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<()> {
         if facts.is_empty() {
             return Ok(());
         }
         let started = std::time::Instant::now();
-        let result = self.grant_matches(tx, c, facts, now, effects);
-        effects.routing += started.elapsed();
+        let result = self.grant_matches(tx, c, facts, now, events);
+        events.routing += started.elapsed();
         result
     }
 
@@ -444,7 +388,7 @@ impl Sharing {
         c: &Routed<'_>,
         facts: &Facts,
         now: &str,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<()> {
         let matches = self.policy_set().route(facts);
         let mut notified: HashSet<String> = HashSet::new();
@@ -480,7 +424,7 @@ impl Sharing {
                     Some((c.summary)()),
                     now,
                 );
-                self.queue(tx, c.publisher, &org, body, effects);
+                self.queue(tx, c.publisher, &org, body, events);
                 continue;
             }
             let note = json!({
@@ -497,11 +441,16 @@ impl Sharing {
                 "date": now,
             });
             let seq = self.notifications.write(tx, &org, note)?;
-            effects.notices.push((org.clone(), seq));
+            events.push(Committed::NotificationWritten {
+                org: org.clone(),
+                seq,
+            });
             if let Some(ms) = listing::millis(c.created) {
-                effects
-                    .shares
-                    .push((org, (ms, format!("aig:{}", c.aig_hex))));
+                events.push(Committed::Shared {
+                    org,
+                    created_ms: ms,
+                    aig: format!("aig:{}", c.aig_hex),
+                });
             }
         }
         Ok(())
@@ -616,5 +565,43 @@ impl Sharing {
             }
         }
         Ok(out)
+    }
+}
+
+/// The shared lists, the policy index and the notification index follow the commits.
+impl ReadModel for Sharing {
+    fn apply(&self, event: &Committed) {
+        match event {
+            Committed::PolicyStored { state } => {
+                match serde_json::from_value::<Policy>(state.clone()) {
+                    Ok(p) => self
+                        .policies
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(p),
+                    Err(e) => tracing::error!(error = %e, "a stored policy could not be indexed"),
+                }
+            }
+            Committed::PolicyRemoved { uid } => {
+                self.policies
+                    .write()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(uid);
+            }
+            Committed::Shared {
+                org,
+                created_ms,
+                aig,
+            } => self.shared.insert(org, (*created_ms, aig.clone())),
+            Committed::Unshared {
+                org,
+                created_ms,
+                aig,
+            } => self.shared.remove(org, &(*created_ms, aig.clone())),
+            Committed::NotificationWritten { org, seq } => {
+                self.notifications.committed(&[(org.clone(), *seq)])
+            }
+            _ => {}
+        }
     }
 }

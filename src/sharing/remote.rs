@@ -11,7 +11,7 @@
 use oxigraph::model::{NamedNode, Quad, Term};
 use serde_json::json;
 
-use super::{has, quad, Effects, Sharing};
+use super::{has, quad, Sharing};
 use crate::consignment::listing;
 use crate::error::{Error, Result};
 use crate::federation::notice::{self, Kind, Received};
@@ -19,6 +19,7 @@ use crate::federation::outbox::{Notice, Outbox};
 use crate::federation::token::NodeCaller;
 use crate::rdf::literal;
 use crate::store::graphs;
+use crate::store::{Committed, Events};
 use crate::vocab::dsn;
 
 const NO_SUCH_ORGANIZATION: &str = "no such organisation on this node";
@@ -88,61 +89,62 @@ impl Sharing {
 
     fn receive_share(&self, n: &Received, to: NamedNode) -> Result<()> {
         let record = graphs::consignment(&n.aig_hex);
-        self.store.write_then(
-            |tx| {
-                let mut effects = Effects::default();
-                match publisher_of(tx, &record)? {
-                    Some(p) if p != n.actor => {
-                        return Err(Error::Conflict(
-                            "this consignment id belongs to another publisher".into(),
-                        ))
-                    }
-                    Some(_) => {}
-                    None => {
-                        let actor = NamedNode::new_unchecked(&n.actor);
-                        for q in [
-                            index_quad(&record, "publisher", actor),
-                            index_quad(&record, "aigId", literal(&format!("aig:{}", n.aig_hex))),
-                            index_quad(&record, "globalId", literal(&n.global_id)),
-                            index_quad(&record, "identifier", literal(&n.identifier)),
-                            index_quad(&record, "graph", NamedNode::new_unchecked(&n.dataset)),
-                            index_quad(&record, "created", date(&n.created)),
-                            index_quad(&record, "updated", date(&n.created)),
-                        ] {
-                            tx.insert(&q);
-                        }
+        self.store.commit(|tx, events| {
+            match publisher_of(tx, &record)? {
+                Some(p) if p != n.actor => {
+                    return Err(Error::Conflict(
+                        "this consignment id belongs to another publisher".into(),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    let actor = NamedNode::new_unchecked(&n.actor);
+                    for q in [
+                        index_quad(&record, "publisher", actor),
+                        index_quad(&record, "aigId", literal(&format!("aig:{}", n.aig_hex))),
+                        index_quad(&record, "globalId", literal(&n.global_id)),
+                        index_quad(&record, "identifier", literal(&n.identifier)),
+                        index_quad(&record, "graph", NamedNode::new_unchecked(&n.dataset)),
+                        index_quad(&record, "created", date(&n.created)),
+                        index_quad(&record, "updated", date(&n.created)),
+                    ] {
+                        tx.insert(&q);
                     }
                 }
-                let member = quad(record.clone(), dsn("sharedWith"), to.clone());
-                if has(tx, &member)? {
-                    return Ok(effects);
-                }
-                tx.insert(&member);
-                super::readable::member_added(tx, &record, &n.aig_hex, to.as_str())?;
-                let note = json!({
-                    "id": null,
-                    "type": "ConsignmentShared",
-                    "consignment": {
-                        "globalId": n.global_id,
-                        "identifier": n.identifier,
-                        "aigId": format!("aig:{}", n.aig_hex),
-                    },
-                    "provider": n.actor,
-                    "datasetId": n.dataset,
-                    "policy": n.policy,
-                    "date": n.published,
+            }
+            let member = quad(record.clone(), dsn("sharedWith"), to.clone());
+            if has(tx, &member)? {
+                return Ok(());
+            }
+            tx.insert(&member);
+            super::readable::member_added(tx, &record, &n.aig_hex, to.as_str())?;
+            let note = json!({
+                "id": null,
+                "type": "ConsignmentShared",
+                "consignment": {
+                    "globalId": n.global_id,
+                    "identifier": n.identifier,
+                    "aigId": format!("aig:{}", n.aig_hex),
+                },
+                "provider": n.actor,
+                "datasetId": n.dataset,
+                "policy": n.policy,
+                "date": n.published,
+            });
+            let seq = self.notifications.write(tx, to.as_str(), note)?;
+            events.push(Committed::NotificationWritten {
+                org: to.as_str().to_owned(),
+                seq,
+            });
+            if let Some(ms) = listing::millis(&n.created) {
+                events.push(Committed::Shared {
+                    org: to.as_str().to_owned(),
+                    created_ms: ms,
+                    aig: format!("aig:{}", n.aig_hex),
                 });
-                let seq = self.notifications.write(tx, to.as_str(), note)?;
-                effects.notices.push((to.as_str().to_owned(), seq));
-                if let Some(ms) = listing::millis(&n.created) {
-                    effects
-                        .shares
-                        .push((to.as_str().to_owned(), (ms, format!("aig:{}", n.aig_hex))));
-                }
-                Ok(effects)
-            },
-            |effects| self.committed(effects),
-        )?;
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -171,7 +173,7 @@ impl Sharing {
         c: &super::Routed<'_>,
         org: &str,
         now: &str,
-        effects: &mut Effects,
+        events: &mut Events,
     ) -> Result<()> {
         if !self.federation.is_remote(c.publisher) {
             return Ok(());
@@ -186,7 +188,7 @@ impl Sharing {
             None,
             now,
         );
-        self.queue(tx, org, c.publisher, body, effects);
+        self.queue(tx, org, c.publisher, body, events);
         Ok(())
     }
 
@@ -197,7 +199,7 @@ impl Sharing {
         from: &str,
         to: &str,
         body: serde_json::Value,
-        effects: &mut Effects,
+        events: &mut Events,
     ) {
         let notice = Notice {
             id: body["id"].as_str().unwrap_or_default().to_owned(),
@@ -205,8 +207,7 @@ impl Sharing {
             to: to.to_owned(),
             body,
         };
-        Outbox::write(tx, &notice);
-        effects.outbox.push(notice);
+        Outbox::queue(tx, &notice, events);
     }
 
     /// Is this organisation on another node?

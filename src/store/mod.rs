@@ -6,6 +6,7 @@
 //! Readers never take the lock; they read consistent snapshots.
 
 pub mod backup;
+pub mod events;
 pub mod graphs;
 pub mod memory;
 pub mod queries;
@@ -13,13 +14,14 @@ pub mod rekey;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use oxigraph::store::Transaction;
 
 use crate::error::{Error, Result};
 
+pub use events::{Committed, Events, ReadModel};
 pub use queries::Queries;
 
 pub struct Store {
@@ -30,6 +32,9 @@ pub struct Store {
     flushed: Mutex<Instant>,
     /// The last time [`Store::stamp`] handed out, in milliseconds since the epoch.
     stamped: AtomicI64,
+    /// The in-memory models commit events are applied to. Weak: the models hold the store,
+    /// and a cycle would keep a stopped node's store (and its RocksDB lock) alive.
+    models: RwLock<Vec<Weak<dyn ReadModel>>>,
 }
 
 /// Table files RocksDB keeps open. Left to Oxigraph it would take the whole soft limit but 48,
@@ -53,6 +58,7 @@ impl Store {
             unflushed: AtomicU64::new(0),
             flushed: Mutex::new(Instant::now()),
             stamped: AtomicI64::new(0),
+            models: RwLock::new(Vec::new()),
         })
     }
 
@@ -83,27 +89,45 @@ impl Store {
     /// Runs `f` inside one transaction while holding the writer lock and commits it when `f`
     /// returns `Ok`. Nothing of a failed `f` is written. Blocking: call it off the async threads.
     pub fn write<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
-        self.write_then(f, |_| {})
+        self.commit(|tx, _| f(tx)).map(|(out, _)| out)
     }
 
-    /// [`Store::write`], then `committed` with `f`'s result while the writer lock is still held.
-    /// In-memory indexes that mirror the store (list order, policies, notification sequence)
-    /// are updated there, so they change in commit order: a reader never sees a later commit's
-    /// entry without the earlier ones.
-    pub fn write_then<T>(
+    /// [`Store::write`] for a write whose effects in-memory models mirror: `f` collects
+    /// [`Committed`] events, and once the transaction committed every registered
+    /// [`ReadModel`] applies them, in order, while the writer lock is still held — so the
+    /// models change in commit order (see [`events`]). Returns `f`'s result and its events.
+    pub fn commit<T>(
         &self,
-        f: impl FnOnce(&mut Transaction<'_>) -> Result<T>,
-        committed: impl FnOnce(&T),
-    ) -> Result<T> {
+        f: impl FnOnce(&mut Transaction<'_>, &mut Events) -> Result<T>,
+    ) -> Result<(T, Events)> {
         // A poisoned lock only means another writer panicked; its transaction was never
         // committed, so the store is consistent and the lock can be taken over.
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut tx = self.db.start_transaction()?;
-        let out = f(&mut tx)?;
+        let mut events = Events::default();
+        let out = f(&mut tx, &mut events)?;
         tx.commit()?;
         self.unflushed.fetch_add(1, Ordering::Relaxed);
-        committed(&out);
-        Ok(out)
+        if !events.is_empty() {
+            let models = self.models.read().unwrap_or_else(|p| p.into_inner());
+            let models: Vec<Arc<dyn ReadModel>> = models.iter().filter_map(Weak::upgrade).collect();
+            for event in events.iter() {
+                for model in &models {
+                    model.apply(event);
+                }
+            }
+        }
+        Ok((out, events))
+    }
+
+    /// Adds a model that follows every later commit's events. At start-up, before serving.
+    /// The caller keeps `model` alive (the node holds every model).
+    pub fn register(&self, model: &Arc<impl ReadModel + 'static>) {
+        let model: Arc<dyn ReadModel> = model.clone();
+        self.models
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::downgrade(&model));
     }
 
     /// Cheap liveness check used by `/health`.
@@ -146,6 +170,54 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<Committed>>);
+
+    impl ReadModel for Seen {
+        fn apply(&self, event: &Committed) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+
+    #[test]
+    fn models_see_committed_events_in_order_and_nothing_of_a_failed_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let seen = Arc::new(Seen::default());
+        store.register(&seen);
+        let row = |hex: &str| Committed::RowChanged {
+            aig_hex: hex.into(),
+        };
+        let (_, events) = store
+            .commit(|_, events| {
+                events.push(row("a"));
+                events.push(row("b"));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(events.iter().count(), 2);
+        let failed = store.commit(|_, events| {
+            events.push(row("c"));
+            Err::<(), _>(Error::Conflict("no".into()))
+        });
+        assert!(failed.is_err());
+        store
+            .commit(|_, events| {
+                events.push(row("d"));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(*seen.0.lock().unwrap(), vec![row("a"), row("b"), row("d")]);
+        // A model the node dropped is no longer applied to, and keeps nothing alive.
+        drop(seen);
+        store
+            .commit(|_, events| {
+                events.push(row("e"));
+                Ok(())
+            })
+            .unwrap();
+    }
 
     #[test]
     fn stamps_increase_strictly_even_within_a_millisecond() {

@@ -1,0 +1,82 @@
+//! What a write committed, as typed events, and the read models that follow them.
+//!
+//! A write collects [`Committed`] events while it builds its transaction; once the transaction
+//! committed, [`Store::commit`](super::Store::commit) hands them, in order, to every
+//! registered [`ReadModel`] — still under the writer lock, so each model sees the commits in
+//! commit order and a reader never sees a later commit's effect without the earlier ones. The
+//! writers do not know which models exist: the list order, the row cache, the shared lists,
+//! the notification index, the policy index and the federation outbox register themselves at
+//! start-up (`node.rs`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One fact a committed write changed that an in-memory model mirrors.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Committed {
+    /// A consignment published on this node: it joins its publisher's list.
+    ConsignmentCreated {
+        publisher: String,
+        /// The list key: creation time (ms since the epoch) and `aig:<hex>`.
+        created_ms: i64,
+        aig: String,
+    },
+    /// A consignment's list row changed (description replaced, event added, document
+    /// revised): a cached row of it is stale.
+    RowChanged { aig_hex: String },
+    /// A consignment became readable to `org` through a grant (or a partner's share).
+    Shared {
+        org: String,
+        created_ms: i64,
+        aig: String,
+    },
+    /// The last grant sharing a consignment with `org` went.
+    Unshared {
+        org: String,
+        created_ms: i64,
+        aig: String,
+    },
+    /// Notification number `seq` was written for `org`.
+    NotificationWritten { org: String, seq: u64 },
+    /// A notice to a partner node was stored in the outbox (the notice's stored JSON form).
+    NoticeQueued { notice: Value },
+    /// A policy was stored (its stored JSON state).
+    PolicyStored { state: Value },
+    /// The policy with this uid was deleted.
+    PolicyRemoved { uid: String },
+}
+
+/// The events one write collects, plus how long its routing took (reported to the caller,
+/// not applied to any model).
+#[derive(Debug, Default)]
+pub struct Events {
+    list: Vec<Committed>,
+    pub routing: Duration,
+}
+
+impl Events {
+    pub fn push(&mut self, event: Committed) {
+        self.list.push(event);
+    }
+
+    /// Drops what was collected: the write's task failed and nothing of it counts.
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Committed> {
+        self.list.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// An in-memory model of some of the store's facts, kept current by commit events.
+pub trait ReadModel: Send + Sync {
+    /// Applies one committed event (ignoring those the model does not mirror). Called under
+    /// the writer lock, in commit order: keep it to in-memory work.
+    fn apply(&self, event: &Committed);
+}
