@@ -9,8 +9,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::*;
-use crate::inbox::{Session, INBOX};
-use crate::sparql::EXPENSIVE;
 
 fn addr(node: &TestNode) -> String {
     node.base.trim_start_matches("http://").to_owned()

@@ -7,7 +7,6 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, Session, INBOX};
 
 const VIEW: &str =
     "/supply-chain/data-space/consignments/urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";

@@ -13,9 +13,7 @@ use std::time::Duration;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::OPERATOR_KEY;
-use crate::documents::{add_document, data_url};
-use crate::inbox::{as_org, consignment_at, example, INBOX};
+use crate::common::{add_document, as_org, consignment_at, data_url, example, INBOX, OPERATOR_KEY};
 
 const CLIENTS: usize = 16;
 

@@ -16,22 +16,8 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, task_error, Session};
 
-const LIST: &str = "/supply-chain/data-space/consignments";
-const CONSIGNMENT: &str = "FWD-2026-000417";
 const PDF: &[u8] = b"%PDF-1.4\n%test document\n1 0 obj <</Type/Catalog>> endobj\n%%EOF\n";
-
-pub fn data_url(media_type: &str, bytes: &[u8]) -> String {
-    format!("data:{media_type};base64,{}", STANDARD.encode(bytes))
-}
-
-pub fn add_document(org: &str, uri: &str, document_id: &str) -> Value {
-    let mut doc = as_org(example("add-document"), org);
-    doc["object"]["uRIId"] = json!(uri);
-    doc["object"]["identifier"] = json!(document_id);
-    doc
-}
 
 fn integrity(bytes: &[u8]) -> String {
     format!("sha256-{}", STANDARD.encode(Sha256::digest(bytes)))
@@ -98,26 +84,12 @@ async fn trader_with_consignment(node: &TestNode) -> Session {
     trader
 }
 
-async fn ok_json(r: reqwest::Response) -> Value {
-    assert_eq!(r.status(), StatusCode::OK);
-    json_body(r).await
-}
-
 async fn document(node: &TestNode, who: &Session, id: &str) -> Value {
     ok_json(
-        who.get(node, &format!("{LIST}/{CONSIGNMENT}/documents/{id}"))
+        who.get(node, &format!("{LIST}/{IDENTIFIER}/documents/{id}"))
             .await,
     )
     .await
-}
-
-/// `GET` of an attestation (public).
-pub async fn attestation(node: &TestNode, id: &str) -> reqwest::Response {
-    node.client
-        .get(node.url(&format!("/supply-chain/data-space/attestations/{id}")))
-        .send()
-        .await
-        .unwrap()
 }
 
 async fn download(node: &TestNode, href: &str) -> reqwest::Response {
@@ -168,7 +140,7 @@ async fn a_data_url_document_round_trips_with_integrity_and_attestation() {
     assert_eq!(doc["integrity"], integrity(&bytes).as_str());
 
     // The view's DocumentRecord has every field.
-    let view = ok_json(trader.get(&node, &format!("{LIST}/{CONSIGNMENT}")).await).await;
+    let view = ok_json(trader.get(&node, &format!("{LIST}/{IDENTIFIER}")).await).await;
     let record = &view["documents"][0];
     assert_eq!(
         record["@context"],
@@ -309,7 +281,7 @@ async fn an_allowed_host_is_fetched_and_any_other_stays_an_external_reference() 
         json!({"encodingFormat": "application/pdf", "fileExtension": "pdf"})
     );
     assert!(doc.get("integrity").is_none() && doc.get("attestationId").is_none());
-    let view = ok_json(trader.get(&node, &format!("{LIST}/{CONSIGNMENT}")).await).await;
+    let view = ok_json(trader.get(&node, &format!("{LIST}/{IDENTIFIER}")).await).await;
     let record = view["documents"]
         .as_array()
         .unwrap()
@@ -382,7 +354,7 @@ async fn failed_or_oversized_fetches_fail_the_task_and_store_nothing() {
     }
     let docs = ok_json(
         trader
-            .get(&node, &format!("{LIST}/{CONSIGNMENT}/documents"))
+            .get(&node, &format!("{LIST}/{IDENTIFIER}/documents"))
             .await,
     )
     .await;
@@ -433,7 +405,7 @@ async fn new_content_makes_a_revision_and_the_same_content_changes_nothing() {
 
     // The same content again, in another activity (target named by identifier): nothing new.
     let mut again = add_document(trader.org(), &first, "INV-9");
-    again["target"]["globalId"] = json!(CONSIGNMENT);
+    again["target"]["globalId"] = json!(IDENTIFIER);
     let entry = trader.publish(&node, &again).await;
     assert_completed(&entry);
     assert_eq!(entry["tasks"][0]["result"], 0);
@@ -481,7 +453,7 @@ async fn new_content_makes_a_revision_and_the_same_content_changes_nothing() {
     // Lists hold the current revision once; the view's record is revision 2, created at 0.
     let listed = ok_json(
         trader
-            .get(&node, &format!("{LIST}/{CONSIGNMENT}/documents"))
+            .get(&node, &format!("{LIST}/{IDENTIFIER}/documents"))
             .await,
     )
     .await;
@@ -502,7 +474,7 @@ async fn new_content_makes_a_revision_and_the_same_content_changes_nothing() {
     )
     .await;
     assert_eq!(found["documentRevision"], 2);
-    let view = ok_json(trader.get(&node, &format!("{LIST}/{CONSIGNMENT}")).await).await;
+    let view = ok_json(trader.get(&node, &format!("{LIST}/{IDENTIFIER}")).await).await;
     let records = view["documents"].as_array().unwrap();
     assert_eq!(records.len(), 1);
     assert_eq!(records[0]["documentRevision"], 2);

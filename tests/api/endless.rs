@@ -18,8 +18,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::*;
-use crate::documents::add_document;
-use crate::inbox::{task_error, Session};
 
 const MIB: u64 = 1024 * 1024;
 /// What loopback socket buffers and the client's read buffer may hold beyond a cap.

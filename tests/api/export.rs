@@ -11,12 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::documents::attestation;
-use crate::inbox::{as_org, assert_completed, consignment_at, example, Session};
-use crate::sharing::kenya_circle;
 
-const LIST: &str = "/supply-chain/data-space/consignments";
-const CONSIGNMENT: &str = "FWD-2026-000417";
 const DOCUMENT: &str = "INV-2026-0917";
 
 /// Runs the node binary with `args`; the environment's data dir never applies.
@@ -139,7 +134,7 @@ async fn publish() -> Published {
     cleared["object"]["occurrenceDateTime"] = json!("2026-12-03T10:00:00Z");
     assert_completed(&agency.publish(&node, &cleared).await);
 
-    let view = format!("{LIST}/{CONSIGNMENT}");
+    let view = format!("{LIST}/{IDENTIFIER}");
     let no_blanks = "SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o \
                      FILTER(!isBlank(?s) && !isBlank(?o)) } } ORDER BY ?g ?s ?p ?o";
     let per_port = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> \
@@ -185,7 +180,7 @@ async fn publish() -> Published {
 /// The document's download link (on `node`'s address) and its attestation.
 async fn document_parts(node: &TestNode, who: &Session, base: &str) -> (Vec<u8>, Value) {
     let r = who
-        .get(node, &format!("{LIST}/{CONSIGNMENT}/documents/{DOCUMENT}"))
+        .get(node, &format!("{LIST}/{IDENTIFIER}/documents/{DOCUMENT}"))
         .await;
     let doc = json_body(r).await;
     let href = doc["href"].as_str().unwrap().replacen(base, &node.base, 1);

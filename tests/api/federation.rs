@@ -11,13 +11,6 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::common::*;
-use crate::documents::{add_document, data_url};
-use crate::inbox::{as_org, assert_completed, example, Session};
-use crate::sharing::{rule, Operator};
-
-const LIST: &str = "/supply-chain/data-space/consignments";
-const NOTIFICATIONS: &str = "/supply-chain/data-space/notifications";
-const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
 
 /// Listeners for `n` nodes and the allow-list that lets each reach the others over HTTP.
 async fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
@@ -61,12 +54,6 @@ where
     panic!("timed out waiting for: {what}");
 }
 
-async fn get_json(session: &Session, node: &TestNode, path: &str) -> Value {
-    let r = session.get(node, path).await;
-    assert_eq!(r.status(), StatusCode::OK, "{path}");
-    json_body(r).await
-}
-
 fn event_codes(events: &Value) -> Vec<String> {
     let mut codes: Vec<String> = events["entities"]
         .as_array()
@@ -76,23 +63,6 @@ fn event_codes(events: &Value) -> Vec<String> {
         .collect();
     codes.sort();
     codes
-}
-
-fn inspection(org: &str) -> Value {
-    event(org, "kra:inspection-completed")
-}
-
-fn event(org: &str, code: &str) -> Value {
-    json!({
-        "@context": "https://www.w3.org/ns/activitystreams",
-        "type": "Add",
-        "actor": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "TradeParty",
-                  "registeredId": {"@type": "https://ref.gs1.org/voc/OrganizationID_Type-DID", "@value": org}},
-        "object": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "SupplyChainEvent",
-                   "typeCode": code, "occurrenceDateTime": "2026-12-24T10:00:00Z"},
-        "target": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "Consignment",
-                   "globalId": GLOBAL_ID}
-    })
 }
 
 async fn shared_notification(session: &Session, node: &TestNode) -> Option<Value> {
@@ -261,7 +231,7 @@ async fn three_nodes_share_pull_contribute_and_survive_a_provider_outage() {
     // What a circle member on A contributes reaches B and C with the publisher's dataset.
     assert_completed(
         &health
-            .publish(&a, &event(health.org(), "kph:cleared"))
+            .publish(&a, &event_on_example(health.org(), "kph:cleared"))
             .await,
     );
     for (session, node) in [(&agency, &b), (&terminal, &c)] {

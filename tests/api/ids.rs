@@ -8,17 +8,6 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, task_error, Session};
-use crate::sharing::kenya_circle;
-
-const LIST: &str = "/supply-chain/data-space/consignments";
-const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
-const IDENTIFIER: &str = "FWD-2026-000417";
-
-async fn ok_json(r: reqwest::Response) -> Value {
-    assert_eq!(r.status(), StatusCode::OK);
-    json_body(r).await
-}
 
 fn report(to: &str) -> Value {
     let mut add = example("add-document");

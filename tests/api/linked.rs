@@ -11,12 +11,9 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, Session};
-use crate::sharing::{rule, Operator};
 
 const D23B: &str = "https://vocabulary.uncefact.org/unece-context-D23B.jsonld";
 const DSN: &str = "https://w3id.org/dataspace-node/ns#";
-const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
 
 async fn get_as(
     node: &TestNode,

@@ -9,9 +9,6 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 
 use crate::common::*;
-use crate::inbox::Session;
-
-const SPARQL: &str = "/supply-chain/data-space/sparql";
 
 /// The node binary serving on a loopback port of its own choosing.
 struct NodeProcess {
@@ -126,7 +123,7 @@ impl Drop for NodeProcess {
     }
 }
 
-async fn query(p: &NodeProcess, who: &Session, q: &str) -> reqwest::Response {
+async fn query_child(p: &NodeProcess, who: &Session, q: &str) -> reqwest::Response {
     p.node
         .client
         .get(p.node.url(SPARQL))
@@ -185,13 +182,13 @@ async fn expensive_queries_stop_at_the_limits_and_leave_the_node_idle_and_small(
         "128",
     ]);
     let analyst = Session::new(&p.node, "analyst@customs.example").await;
-    let r = query(&p, &analyst, "ASK { ?s ?p ?o }").await;
+    let r = query_child(&p, &analyst, "ASK { ?s ?p ?o }").await;
     assert_eq!(r.status(), StatusCode::OK);
     let start_rss = p.peak_rss_mb();
 
     // The time limit ends the evaluation itself: CPU falls back to idle right after the 503.
     for _ in 0..2 {
-        let r = query(&p, &analyst, &cross_product()).await;
+        let r = query_child(&p, &analyst, &cross_product()).await;
         let body = assert_error(r, StatusCode::SERVICE_UNAVAILABLE, "GeneralError").await;
         assert!(body.to_string().contains("time limit"), "{body}");
         let idle = p.idle_within(Duration::from_secs(5)).await;
@@ -200,10 +197,10 @@ async fn expensive_queries_stop_at_the_limits_and_leave_the_node_idle_and_small(
     }
 
     // Values built from values stop at the value limit; many values at the memory limit.
-    let r = query(&p, &analyst, &doubling()).await;
+    let r = query_child(&p, &analyst, &doubling()).await;
     let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
     assert!(body.to_string().contains("value"), "{body}");
-    let r = query(&p, &analyst, &sorted_rows()).await;
+    let r = query_child(&p, &analyst, &sorted_rows()).await;
     let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
     assert!(body.to_string().contains("memory"), "{body}");
     let peak = p.peak_rss_mb();
@@ -212,7 +209,7 @@ async fn expensive_queries_stop_at_the_limits_and_leave_the_node_idle_and_small(
     // batch and the evaluator's buffers may add before the next check.
     assert!(peak < start_rss + 400, "peak RSS {peak} MB");
     assert!(p.idle_within(Duration::from_secs(5)).await.is_some());
-    let r = query(&p, &analyst, "ASK { ?s ?p ?o }").await;
+    let r = query_child(&p, &analyst, "ASK { ?s ?p ?o }").await;
     assert_eq!(r.status(), StatusCode::OK);
 }
 

@@ -6,14 +6,6 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, Session};
-
-const LIST: &str = "/supply-chain/data-space/consignments";
-
-async fn ok_json(r: reqwest::Response) -> Value {
-    assert_eq!(r.status(), StatusCode::OK);
-    json_body(r).await
-}
 
 #[tokio::test]
 async fn summary_columns_come_from_their_sources() {
@@ -134,7 +126,7 @@ async fn the_view_resolves_every_id_form_and_hides_others() {
     ];
     let mut views = Vec::new();
     for id in &ids {
-        let path = format!("{LIST}/{}", urlencoding(id));
+        let path = format!("{LIST}/{}", colons_encoded(id));
         views.push(ok_json(trader.get(&node, &path).await).await);
         // Another organisation gets the same 404 for every id form.
         let r = other.get(&node, &path).await;
@@ -184,10 +176,6 @@ async fn the_view_resolves_every_id_form_and_hides_others() {
 
     let r = trader.get(&node, &format!("{LIST}/nope")).await;
     assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
-}
-
-fn urlencoding(s: &str) -> String {
-    s.replace(':', "%3A")
 }
 
 #[tokio::test]
@@ -536,7 +524,7 @@ async fn the_list_order_survives_a_restart() {
     assert_eq!(ids(ok_json(r).await), vec!["R-2", "R-1"]);
 }
 
-/// List rows are kept in memory between reads (views::rows): every change to a consignment
+/// List rows are kept in memory between reads (consignment::rows): every change to a consignment
 /// must show in the next list read, for the publisher and for whoever else lists it.
 #[tokio::test]
 async fn list_rows_follow_updates_and_additions() {

@@ -9,18 +9,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Map, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, task_error, Session};
-use crate::sharing::kenya_circle;
 
-const LIST: &str = "/supply-chain/data-space/consignments";
-const VALIDATE: &str = "/supply-chain/data-space/inbox/validate";
-const AS_CONTEXT: &str = "https://www.w3.org/ns/activitystreams";
-const UNECE_CONTEXT: &str = "https://vocabulary.uncefact.org/unece-context-D23B.jsonld";
 const UN_LOCODE_TYPE: &str = "https://ref.gs1.org/voc/LocationID_Type-UN_LOCODE";
-
-fn encode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
 
 async fn list(session: &Session, node: &TestNode) -> Vec<Value> {
     let r = session.get(node, &format!("{LIST}?limit=100")).await;
@@ -57,7 +47,9 @@ async fn value_objects_key_records_like_strings() {
     assert_eq!(rows[0]["globalId"], global_id, "reads return strings");
     assert_eq!(rows[0]["identifier"], "VO-2026-1");
     for id in [global_id, "VO-2026-1"] {
-        let r = trader.get(&node, &format!("{LIST}/{}", encode(id))).await;
+        let r = trader
+            .get(&node, &format!("{LIST}/{}", form_encoded(id)))
+            .await;
         assert_eq!(r.status(), StatusCode::OK, "{id}");
     }
 
@@ -80,7 +72,7 @@ async fn value_objects_key_records_like_strings() {
     assert_completed(&trader.publish(&node, &event).await);
     let events = json_body(
         trader
-            .get(&node, &format!("{LIST}/{}/events", encode(global_id)))
+            .get(&node, &format!("{LIST}/{}/events", form_encoded(global_id)))
             .await,
     )
     .await;
@@ -389,33 +381,6 @@ pub enum Expect {
     Refused(&'static [(&'static str, &'static str)]),
 }
 
-pub fn corpus_dir() -> String {
-    format!("{}/tests/corpus", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn actor(org: &str) -> Value {
-    json!({
-        "@context": UNECE_CONTEXT,
-        "type": "TradeParty",
-        "registeredId": {"@type": "https://ref.gs1.org/voc/OrganizationID_Type-DID", "@value": org}
-    })
-}
-
-/// A corpus payload as `org` would post it: an activity keeps everything but its actor (the
-/// poster is the test's organisation); a bare consignment is the object of a Create.
-pub fn as_activity(doc: &Value, org: &str) -> Value {
-    match doc["type"].as_str() {
-        Some("Create" | "Update" | "Add") => {
-            let mut activity = doc.clone();
-            activity["actor"] = actor(org);
-            activity
-        }
-        _ => {
-            json!({"@context": [AS_CONTEXT], "type": "Create", "actor": actor(org), "object": doc})
-        }
-    }
-}
-
 fn countries() -> HashSet<String> {
     let path = format!(
         "{}/contexts/codelists/countryid.json",
@@ -587,7 +552,7 @@ pub async fn check_corpus_file(file: &str, expect: Expect) {
             "events"
         };
         let r = trader
-            .get(&node, &format!("{LIST}/{}/{kind}", encode(target)))
+            .get(&node, &format!("{LIST}/{}/{kind}", form_encoded(target)))
             .await;
         assert_eq!(r.status(), StatusCode::OK, "{file}");
         let read = json_body(r).await;
@@ -640,14 +605,14 @@ pub async fn check_corpus_file(file: &str, expect: Expect) {
     );
     assert_eq!(v["summary"]["globalId"], global_id, "{file}: {v:#}");
     let view = trader
-        .get(&node, &format!("{LIST}/{}", encode(global_id)))
+        .get(&node, &format!("{LIST}/{}", form_encoded(global_id)))
         .await;
     assert_eq!(view.status(), StatusCode::OK, "{file}");
     let view = json_body(view).await;
     assert!(view["id"].is_string(), "{file}: {view:#}");
     let r = node
         .client
-        .get(node.url(&format!("{LIST}/{}", encode(global_id))))
+        .get(node.url(&format!("{LIST}/{}", form_encoded(global_id))))
         .header("x-api-key", &trader.account.api_key)
         .bearer_auth(&trader.token)
         .header("accept", "application/n-quads")

@@ -9,10 +9,6 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, example, Session};
-use crate::realworld::{as_activity, corpus_dir};
-
-const VALIDATE: &str = "/supply-chain/data-space/inbox/validate";
 
 /// The virtualenv `.ci/setup.sh` makes (`DATASPACE_NODE_SHACL_PYTHON`).
 fn python() -> String {

@@ -7,101 +7,6 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{as_org, assert_completed, example, task_error, Session};
-
-const POLICIES: &str = "/supply-chain/data-space/policies";
-const NOTIFICATIONS: &str = "/supply-chain/data-space/notifications";
-const LIST: &str = "/supply-chain/data-space/consignments";
-const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
-const IDENTIFIER: &str = "FWD-2026-000417";
-
-/// A user session presented with the node operator's key: what manages policies.
-pub struct Operator {
-    token: String,
-}
-
-impl Operator {
-    pub async fn new(node: &TestNode) -> Self {
-        let admin = node
-            .create_account(OPERATOR_KEY, "operator@node.example", None)
-            .await;
-        let token = node
-            .login(OPERATOR_KEY, &admin.email, &admin.password)
-            .await;
-        Self { token }
-    }
-
-    async fn send(
-        &self,
-        node: &TestNode,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> reqwest::Response {
-        let mut req = node
-            .client
-            .request(method, node.url(path))
-            .header("x-api-key", OPERATOR_KEY)
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        req.send().await.unwrap()
-    }
-
-    /// Posts a policy and returns the answer, whatever it is.
-    pub async fn try_policy(&self, node: &TestNode, body: Value) -> reqwest::Response {
-        self.send(node, Method::POST, POLICIES, Some(&body)).await
-    }
-
-    /// Stores a policy and returns it as the node answered.
-    pub async fn policy(&self, node: &TestNode, body: Value) -> Value {
-        let r = self.try_policy(node, body.clone()).await;
-        assert_eq!(r.status(), StatusCode::CREATED, "{body}");
-        json_body(r).await
-    }
-
-    /// Deletes a policy (revoking the access it alone gave).
-    pub async fn delete(&self, node: &TestNode, uid: &str) {
-        let path = format!("{POLICIES}/{}", urlencoding(uid));
-        let r = self.send(node, Method::DELETE, &path, None).await;
-        assert!(r.status().is_success(), "{}", r.status());
-    }
-}
-
-fn urlencoding(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
-fn target(node: &TestNode) -> String {
-    format!("{}/supply-chain/data-space/consignments", node.base)
-}
-
-pub fn rule(node: &TestNode, assignee: &str, operand: &str, operator: &str, right: Value) -> Value {
-    json!({
-        "@context": "http://www.w3.org/ns/odrl.jsonld",
-        "@type": "Set",
-        "permission": [{
-            "action": "read", "assignee": assignee, "target": target(node),
-            "constraint": [{"leftOperand": operand, "operator": operator, "rightOperand": right}]
-        }]
-    })
-}
-
-/// The operator, a trader and the Kenyan border agency, with the operator's rule sharing every
-/// consignment that enters Kenya with the agency.
-pub async fn kenya_circle(node: &TestNode) -> (Operator, Session, Session) {
-    let operator = Operator::new(node).await;
-    let trader = Session::new(node, "trader@forwarder.example").await;
-    let agency = Session::new(node, "officer@kra.example").await;
-    operator
-        .policy(
-            node,
-            rule(node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
-    (operator, trader, agency)
-}
 
 /// Trader, Kenyan and Tanzanian border agencies, the KEMBA terminal operator and an outsider,
 /// with the agency and operator rules in place.
@@ -188,10 +93,6 @@ fn ids(aig: &str) -> [String; 3] {
     [GLOBAL_ID.into(), IDENTIFIER.into(), aig.into()]
 }
 
-fn encoded(id: &str) -> String {
-    percent_encoding::utf8_percent_encode(id, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
 #[tokio::test]
 async fn agency_and_terminal_operator_receive_a_consignment_routed_to_their_port() {
     let w = World::new().await;
@@ -209,7 +110,7 @@ async fn agency_and_terminal_operator_receive_a_consignment_routed_to_their_port
         assert_eq!(w.rows(receiver, "all").await.len(), 1);
         assert!(w.rows(receiver, "own").await.is_empty());
         for id in ids(&aig) {
-            let path = format!("{LIST}/{}", encoded(&id));
+            let path = format!("{LIST}/{}", percent_encoded(&id));
             for scope in ["shared", "all"] {
                 let view = w.json(receiver, &format!("{path}?scope={scope}")).await;
                 assert_eq!(view["id"], aig.as_str());
@@ -247,7 +148,7 @@ async fn agency_and_terminal_operator_receive_a_consignment_routed_to_their_port
         for id in ids(&aig) {
             for suffix in ["", "/events", "/documents", "/documents/INV-1"] {
                 let r = stranger
-                    .get(&w.node, &format!("{LIST}/{}{suffix}", encoded(&id)))
+                    .get(&w.node, &format!("{LIST}/{}{suffix}", percent_encoded(&id)))
                     .await;
                 let body = assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
                 let message = body["message"].as_str().unwrap();
@@ -642,7 +543,7 @@ async fn policy_management_needs_the_operator_and_assignees_see_only_their_rules
     assert_eq!(mine.len(), 1);
     assert!(!listed.to_string().contains(w.tz.org()));
     let uid = mine[0]["uid"].as_str().unwrap().to_owned();
-    let path = format!("{POLICIES}/{}", encoded(&uid));
+    let path = format!("{POLICIES}/{}", percent_encoded(&uid));
     assert_eq!(w.json(&w.ke, &path).await["uid"], uid.as_str());
     assert_error(
         w.tz.get(&w.node, &path).await,

@@ -7,30 +7,6 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::inbox::{assert_completed, Session};
-use crate::sharing::{rule, Operator};
-
-const LIST: &str = "/supply-chain/data-space/consignments";
-const GLOBAL_ID: &str = "urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
-
-fn inspection(org: &str) -> Value {
-    json!({
-        "@context": "https://www.w3.org/ns/activitystreams",
-        "type": "Add",
-        "actor": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "TradeParty",
-                  "registeredId": {"@type": "https://ref.gs1.org/voc/OrganizationID_Type-DID", "@value": org}},
-        "object": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "SupplyChainEvent",
-                   "typeCode": "kra:inspection-completed", "occurrenceDateTime": "2026-12-24T10:00:00Z"},
-        "target": {"@context": "https://vocabulary.uncefact.org/unece-context-D23B.jsonld", "type": "Consignment",
-                   "globalId": GLOBAL_ID}
-    })
-}
-
-async fn get_json(session: &Session, node: &TestNode, path: &str) -> Value {
-    let r = session.get(node, path).await;
-    assert_eq!(r.status(), StatusCode::OK, "{path}");
-    json_body(r).await
-}
 
 /// What the trader and the agency read, through every path that names graphs.
 async fn reads(node: &TestNode, trader: &Session, agency: &Session) -> Vec<Value> {

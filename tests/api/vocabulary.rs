@@ -13,10 +13,6 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::documents::{add_document, data_url};
-use crate::inbox::{as_org, assert_completed, consignment_at, example, Session};
-use crate::sharing::{kenya_circle, rule};
-use crate::sparql::rows;
 
 const DSN: &str = "https://w3id.org/dataspace-node/ns#";
 const PDF: &[u8] = b"%PDF-1.4\n%second revision\n%%EOF\n";
@@ -50,13 +46,6 @@ fn defined(vocabulary: &Graph) -> BTreeSet<String> {
             _ => None,
         })
         .collect()
-}
-
-fn event(who: &Session, type_code: &str, at: &str) -> Value {
-    let mut e = as_org(example("add-event"), who.org());
-    e["object"]["typeCode"] = json!(type_code);
-    e["object"]["occurrenceDateTime"] = json!(at);
-    e
 }
 
 /// One node with everything the node writes: four consignments (one updated to another
@@ -102,9 +91,9 @@ async fn world() -> World {
     assert_completed(&trader.publish(&node, &update).await);
     // Arrival by the trader, release by the Kenyan agency (a circle member) on FWD-2026-000417.
     trader.publish_example(&node, "add-event").await;
-    let arrived = event(&trader, "tlip:vessel-arrived", "2026-12-24T07:30:00Z");
+    let arrived = example_event(&trader, "tlip:vessel-arrived", "2026-12-24T07:30:00Z");
     assert_completed(&trader.publish(&node, &arrived).await);
-    let released = event(&kenya, "tlip:customs-released", "2026-12-26T10:00:00Z");
+    let released = example_event(&kenya, "tlip:customs-released", "2026-12-26T10:00:00Z");
     assert_completed(&kenya.publish(&node, &released).await);
     // The invoice, then a new revision of it, and an external bill of lading.
     trader.publish_example(&node, "add-document").await;

@@ -1,9 +1,11 @@
+//! A node under test: a real server on port 0 over a temporary data directory.
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use dataspace_node::Config;
 use reqwest::{Client, Response, StatusCode};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -17,15 +19,6 @@ pub struct TestNode {
     dir: Option<TempDir>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<dataspace_node::Result<()>>>,
-}
-
-pub struct Account {
-    pub email: String,
-    pub password: String,
-    pub identity: String,
-    pub organization: String,
-    pub api_key: String,
-    pub token: String,
 }
 
 impl TestNode {
@@ -158,61 +151,6 @@ impl TestNode {
         }
         req.send().await.unwrap()
     }
-
-    pub async fn create_account(&self, key: &str, email: &str, org: Option<&str>) -> Account {
-        let password = "correct horse battery".to_string();
-        let mut body = json!({"email": email, "password": password});
-        if let Some(org) = org {
-            body["organizationId"] = json!(org);
-        }
-        let r = self
-            .post_json("/authentication/login/create", Some(key), &body)
-            .await;
-        assert_eq!(r.status(), StatusCode::CREATED, "create {email}");
-        let v: Value = r.json().await.unwrap();
-        Account {
-            email: email.into(),
-            password,
-            identity: v["identity"].as_str().unwrap().into(),
-            organization: v["organizationId"].as_str().unwrap().into(),
-            api_key: v["apiKey"].as_str().unwrap().into(),
-            token: v["token"].as_str().unwrap().into(),
-        }
-    }
-
-    /// Logs in and returns the session token from the Set-Cookie header.
-    pub async fn login(&self, key: &str, email: &str, password: &str) -> String {
-        let r = self
-            .post_json(
-                "/authentication/login",
-                Some(key),
-                &json!({"email": email, "password": password}),
-            )
-            .await;
-        assert_eq!(r.status(), StatusCode::OK, "login {email}");
-        session_cookie(&r).expect("access_token cookie")
-    }
-
-    /// GET with the api key and a session token sent as a cookie.
-    pub async fn get_with_cookie(&self, path: &str, key: &str, token: &str) -> Response {
-        self.client
-            .get(self.url(path))
-            .header("x-api-key", key)
-            .header("cookie", format!("access_token={token}"))
-            .send()
-            .await
-            .unwrap()
-    }
-
-    pub async fn get_with_bearer(&self, path: &str, key: &str, token: &str) -> Response {
-        self.client
-            .get(self.url(path))
-            .header("x-api-key", key)
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-    }
 }
 
 impl Drop for TestNode {
@@ -232,34 +170,4 @@ async fn rebind(addr: &str) -> tokio::net::TcpListener {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("could not bind {addr} again");
-}
-
-pub fn session_cookie(r: &Response) -> Option<String> {
-    r.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| v.strip_prefix("access_token="))
-        .map(|rest| rest.split(';').next().unwrap().to_string())
-}
-
-pub async fn json_body(r: Response) -> Value {
-    r.json().await.expect("JSON body")
-}
-
-/// Asserts an error status and the spec's body shape for it.
-pub async fn assert_error(r: Response, status: StatusCode, name: &str) -> Value {
-    assert_eq!(r.status(), status);
-    let body = json_body(r).await;
-    assert_eq!(body["name"], name, "body: {body}");
-    assert!(
-        body["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "body: {body}"
-    );
-    if name == "GeneralError" {
-        assert!(body["properties"].is_object(), "body: {body}");
-    } else {
-        assert_eq!(body.as_object().unwrap().len(), 2, "body: {body}");
-    }
-    body
 }

@@ -1,0 +1,65 @@
+//! The command line.
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    about = "One table of the node's figures through its HTTP API, each next to a baseline measured in the same run"
+)]
+pub struct Args {
+    /// Creates posted one at a time (concurrency 1).
+    #[arg(long, default_value_t = 2000)]
+    pub sequential: usize,
+    /// Creates posted by 16 concurrent clients.
+    #[arg(long, default_value_t = 8000)]
+    pub concurrent: usize,
+    /// Concurrent clients for the second run.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Consignments in the store for the read measurements (loaded through HTTP; the inbox
+    /// runs count towards it).
+    #[arg(long, default_value_t = 0)]
+    pub consignments: usize,
+    /// Requests per read measurement.
+    #[arg(long, default_value_t = 200)]
+    pub reads: usize,
+    /// Requests of the SPARQL aggregate (through the endpoint, and raw on the store); by
+    /// default `--reads`, at most 20. Over 100,000 consignments each takes seconds.
+    #[arg(long)]
+    pub sparql_reads: Option<usize>,
+    /// Sharing policies stored (through HTTP) after the reads, before a second Create run that
+    /// measures routing. Two of them match the benchmark consignment (a KE border agency, the
+    /// KEMBA terminal); the rest name other
+    /// countries and UN/LOCODEs, as on a busy node. 0 skips the routing measurement.
+    #[arg(long, default_value_t = 10_000)]
+    pub policies: usize,
+    /// How many of those policies match the benchmark consignment (0, 1 or 2).
+    #[arg(long, default_value_t = 2)]
+    pub matching: usize,
+    /// Documents added (one at a time, each new content, as a `data:` URL) after the runs.
+    #[arg(long, default_value_t = 0)]
+    pub documents: usize,
+    /// Size of each added document, in bytes.
+    #[arg(long, default_value_t = 100_000)]
+    pub document_bytes: usize,
+    /// Updates and event `Add`s posted one at a time, and again by the concurrent clients; 0
+    /// skips those runs.
+    #[arg(long, default_value_t = 500)]
+    pub changes: usize,
+    /// Keep the node's data in this directory instead of a temporary one. When it already holds
+    /// a loaded benchmark store (`bench-state.json`), the load is skipped and the reads,
+    /// SPARQL, routing and memory are measured on it after a restart (the inbox runs only on a
+    /// fresh store): load 100,000 consignments once, then measure as often as needed.
+    #[arg(long)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Where the figures are written as JSON (to compare runs).
+    #[arg(long, default_value = "bench-results.json")]
+    pub json: std::path::PathBuf,
+    /// Internal: run the node under test in this process (the benchmark starts itself as a
+    /// child so that the node's memory and start-up are its own).
+    #[arg(long, hide = true)]
+    pub serve_node: Option<std::path::PathBuf>,
+    /// Passed by `cargo bench` to every benchmark target; nothing to do here.
+    #[arg(long, hide = true)]
+    pub bench: bool,
+}

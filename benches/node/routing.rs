@@ -1,0 +1,136 @@
+//! Routing: sharing policies stored through HTTP, then Creates that they match and Creates
+//! that no policy names, taken in turns.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::cli::Args;
+use crate::client::Client;
+use crate::node::create_account;
+use crate::report::Table;
+use crate::stats::{run_of, Run};
+
+/// Valid ISO 3166 codes other than the benchmark consignment's KE (entry) and BR (exit).
+const OTHER_COUNTRIES: &[&str] = &[
+    "NL", "DE", "BE", "FR", "ES", "PT", "IT", "GR", "TR", "EG", "MA", "NG", "GH", "CI", "SN", "ZA",
+    "TZ", "UG", "RW", "ET", "DJ", "SO", "MZ", "AO", "NA", "IN", "PK", "BD", "LK", "CN", "JP", "KR",
+    "SG", "MY", "TH", "VN", "ID", "PH", "AU", "NZ", "US", "CA", "MX", "PA", "CO", "PE", "CL", "AR",
+    "UY", "GB", "IE", "NO", "SE", "DK", "FI", "PL", "AE", "SA", "OM", "QA",
+];
+
+/// Three letters from `i`: the location part of a made-up UN/LOCODE.
+fn letters(i: usize) -> String {
+    let a = b'A' + (i % 26) as u8;
+    let b = b'A' + (i / 26 % 26) as u8;
+    let c = b'A' + (i / 676 % 26) as u8;
+    String::from_utf8(vec![a, b, c]).unwrap()
+}
+
+/// Policy `i` for `assignee`: the first `matching` ones match the benchmark consignment
+/// (Kenya as the country of entry, then KEMBA), the others name other countries and ports.
+fn policy(i: usize, matching: usize, assignee: &str, target: &str) -> Value {
+    let country = OTHER_COUNTRIES[i % OTHER_COUNTRIES.len()];
+    let next = OTHER_COUNTRIES[(i + 7) % OTHER_COUNTRIES.len()];
+    let (operand, operator, right) = match i {
+        0 if matching > 0 => ("portOfEntryCountry", "eq", json!("KE")),
+        1 if matching > 1 => ("portOfEntry", "eq", json!("KEMBA")),
+        _ => match i % 4 {
+            0 => ("portOfEntryCountry", "eq", json!(country)),
+            1 => ("portOfExitCountry", "isAnyOf", json!([country, next])),
+            2 => (
+                "portOfEntry",
+                "eq",
+                json!(format!("{country}{}", letters(i))),
+            ),
+            _ => (
+                "portOfExit",
+                "isAnyOf",
+                json!([
+                    format!("{country}{}", letters(i)),
+                    format!("{next}{}", letters(i + 1))
+                ]),
+            ),
+        },
+    };
+    json!({
+        "@context": "http://www.w3.org/ns/odrl.jsonld", "@type": "Set",
+        "permission": [{"action": "read", "assignee": assignee, "target": target,
+                        "constraint": [{"leftOperand": operand, "operator": operator, "rightOperand": right}]}]
+    })
+}
+
+/// Stores `n` policies through the API (operator key + session) for 50 assignee organisations.
+async fn load_policies(
+    client: &Client,
+    base: &str,
+    operator: &str,
+    n: usize,
+    matching: usize,
+) -> f64 {
+    let t = Instant::now();
+    let mut orgs = Vec::new();
+    // New organisations on every run (a kept data dir already has a previous run's).
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    for i in 0..50 {
+        let created = create_account(
+            &client.http,
+            base,
+            operator,
+            &format!("agency{i}-{}@bench.example", &run[..8]),
+        )
+        .await;
+        orgs.push(created["organizationId"].as_str().unwrap().to_owned());
+    }
+    let target = format!("{base}/supply-chain/data-space/consignments");
+    let bodies: Vec<Value> = (0..n)
+        .map(|i| policy(i, matching, &orgs[i % orgs.len()], &target))
+        .collect();
+    let url = format!("{base}/supply-chain/data-space/policies");
+    let mut sent = futures_util::stream::iter(bodies.into_iter().map(|body| {
+        client
+            .http
+            .post(&url)
+            .header("x-api-key", operator)
+            .bearer_auth(&client.token)
+            .json(&body)
+            .send()
+    }))
+    .buffer_unordered(8);
+    while let Some(r) = sent.next().await {
+        let r = r.unwrap();
+        assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
+    }
+    t.elapsed().as_secs_f64()
+}
+
+/// Stores `--policies` policies, then measures Creates: the unrouted run (a port no policy
+/// names) and the routed one.
+pub async fn routed_creates(
+    client: &Client,
+    base: &str,
+    operator: &str,
+    args: &Args,
+    table: &mut Table,
+) -> (Run, Run) {
+    let n = (args.sequential / 2).max(1);
+    let seconds = load_policies(client, base, operator, args.policies, args.matching).await;
+    table.add(
+        format!("storing {} policies through HTTP", args.policies),
+        seconds,
+        "s",
+    );
+    // Routed Creates (Santos → Mombasa: the matching policies grant and notify) and
+    // Creates to a port no policy names (Hong Kong: the index is asked, nothing
+    // matches), taken in turns so both see the same store: a Create's cost moves with
+    // the store's size and its compactions.
+    let t = Instant::now();
+    let (mut matched, mut unmatched) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        matched.push(client.create(3_000_000 + i).await);
+        unmatched.push(client.create_to_port(3_500_000 + i, "HKHKG").await);
+    }
+    let wall = t.elapsed() / 2;
+    (run_of(&unmatched, wall), run_of(&matched, wall))
+}

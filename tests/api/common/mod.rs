@@ -1,0 +1,21 @@
+//! Fixtures shared by the API tests, one job per file; topic files import only from here.
+
+mod activities;
+mod corpus;
+mod documents;
+mod http;
+mod names;
+mod node;
+mod session;
+mod sharing;
+mod sparql;
+
+pub use activities::*;
+pub use corpus::*;
+pub use documents::*;
+pub use http::*;
+pub use names::*;
+pub use node::*;
+pub use session::*;
+pub use sharing::*;
+pub use sparql::*;

@@ -1,0 +1,92 @@
+//! Sharing: the node operator who manages policies, ODRL rules, and the Kenya circle.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use super::{form_encoded, json_body, Session, TestNode, OPERATOR_KEY, POLICIES};
+
+/// A user session presented with the node operator's key: what manages policies.
+pub struct Operator {
+    pub token: String,
+}
+
+impl Operator {
+    pub async fn new(node: &TestNode) -> Self {
+        let admin = node
+            .create_account(OPERATOR_KEY, "operator@node.example", None)
+            .await;
+        let token = node
+            .login(OPERATOR_KEY, &admin.email, &admin.password)
+            .await;
+        Self { token }
+    }
+
+    /// A request as the operator, with `body` as JSON if there is one.
+    pub async fn send(
+        &self,
+        node: &TestNode,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> reqwest::Response {
+        let mut req = node
+            .client
+            .request(method, node.url(path))
+            .header("x-api-key", OPERATOR_KEY)
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Posts a policy and returns the answer, whatever it is.
+    pub async fn try_policy(&self, node: &TestNode, body: Value) -> reqwest::Response {
+        self.send(node, Method::POST, POLICIES, Some(&body)).await
+    }
+
+    /// Stores a policy and returns it as the node answered.
+    pub async fn policy(&self, node: &TestNode, body: Value) -> Value {
+        let r = self.try_policy(node, body.clone()).await;
+        assert_eq!(r.status(), StatusCode::CREATED, "{body}");
+        json_body(r).await
+    }
+
+    /// Deletes a policy (revoking the access it alone gave).
+    pub async fn delete(&self, node: &TestNode, uid: &str) {
+        let path = format!("{POLICIES}/{}", form_encoded(uid));
+        let r = self.send(node, Method::DELETE, &path, None).await;
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+}
+
+fn target(node: &TestNode) -> String {
+    format!("{}/supply-chain/data-space/consignments", node.base)
+}
+
+/// An ODRL set letting `assignee` read the consignments where `operand operator right`.
+pub fn rule(node: &TestNode, assignee: &str, operand: &str, operator: &str, right: Value) -> Value {
+    json!({
+        "@context": "http://www.w3.org/ns/odrl.jsonld",
+        "@type": "Set",
+        "permission": [{
+            "action": "read", "assignee": assignee, "target": target(node),
+            "constraint": [{"leftOperand": operand, "operator": operator, "rightOperand": right}]
+        }]
+    })
+}
+
+/// The operator, a trader and the Kenyan border agency, with the operator's rule sharing every
+/// consignment that enters Kenya with the agency.
+pub async fn kenya_circle(node: &TestNode) -> (Operator, Session, Session) {
+    let operator = Operator::new(node).await;
+    let trader = Session::new(node, "trader@forwarder.example").await;
+    let agency = Session::new(node, "officer@kra.example").await;
+    operator
+        .policy(
+            node,
+            rule(node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    (operator, trader, agency)
+}
