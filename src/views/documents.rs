@@ -67,33 +67,7 @@ impl Views {
             .map(|c| self.cursors.decode(c, &list, org, scope.as_str()))
             .transpose()?;
         if let Some(id) = consignment {
-            // One consignment: its (deduplicated) documents, paged in memory — a consignment
-            // holds few documents.
-            let docs = self.documents(caller, scope, id, LinkUse::List)?;
-            let start = after
-                .as_ref()
-                .and_then(|p| {
-                    docs.iter()
-                        .position(|d| d["id"] == p.id.as_str())
-                        .map(|i| i + 1)
-                })
-                .unwrap_or(0);
-            let rest = &docs[start.min(docs.len())..];
-            let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
-            let cursor = (rest.len() > limit).then(|| {
-                self.cursors.encode(&Position {
-                    list: list.clone(),
-                    org: org.clone(),
-                    scope: scope.as_str().into(),
-                    at: String::new(),
-                    id: page
-                        .last()
-                        .and_then(|d| d["id"].as_str())
-                        .unwrap_or_default()
-                        .into(),
-                })
-            });
-            return Ok(Page::new(page, cursor));
+            return self.consignment_documents(caller, scope, id, limit, after, list);
         }
         let (at, id) = match &after {
             Some(p) => (p.at.as_str(), p.id.as_str()),
@@ -149,6 +123,43 @@ impl Views {
             .map(|row| self.attachment(&document_part(row), text(row, "aig"), LinkUse::List))
             .collect();
         Ok(Page::new(entities, cursor))
+    }
+
+    /// One consignment's (deduplicated) documents, paged in memory: a consignment holds few.
+    fn consignment_documents(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        limit: usize,
+        after: Option<Position>,
+        list: String,
+    ) -> Result<Page> {
+        let docs = self.documents(caller, scope, id, LinkUse::List)?;
+        let start = after
+            .as_ref()
+            .and_then(|p| {
+                docs.iter()
+                    .position(|d| d["id"] == p.id.as_str())
+                    .map(|i| i + 1)
+            })
+            .unwrap_or(0);
+        let rest = &docs[start.min(docs.len())..];
+        let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
+        let cursor = (rest.len() > limit).then(|| {
+            self.cursors.encode(&Position {
+                list,
+                org: caller.organization.clone(),
+                scope: scope.as_str().into(),
+                at: String::new(),
+                id: page
+                    .last()
+                    .and_then(|d| d["id"].as_str())
+                    .unwrap_or_default()
+                    .into(),
+            })
+        });
+        Ok(Page::new(page, cursor))
     }
 
     /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
