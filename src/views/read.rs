@@ -23,30 +23,12 @@ impl Views {
                 let contributor = text(&row, "contributor");
                 match text(&row, "kind").as_deref() {
                     Some("payload") if *graph == visible.graph => parts.payload = Some(json),
-                    Some("event") => parts.events.push(Part {
-                        id,
-                        at,
-                        json,
-                        payload: None,
-                        contributor,
-                        partner: None,
-                    }),
+                    Some("event") => parts.events.push(Part::new(id, at, json, contributor)),
                     Some("document") => parts.documents.push(Part {
-                        id,
-                        at,
-                        json,
                         payload: text(&row, "payload").map(|p| parse_json(&p)),
-                        contributor,
-                        partner: None,
+                        ..Part::new(id, at, json, contributor)
                     }),
-                    Some("system") => parts.system.push(Part {
-                        id,
-                        at,
-                        json,
-                        payload: None,
-                        contributor,
-                        partner: None,
-                    }),
+                    Some("system") => parts.system.push(Part::new(id, at, json, contributor)),
                     _ => {}
                 }
             }
@@ -163,6 +145,20 @@ pub(super) struct Part {
     /// A partner's document as its node rendered it (its links point there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) partner: Option<Partner>,
+}
+
+impl Part {
+    /// A part read from this node's store (no partner rendering, no separate payload).
+    fn new(id: String, at: String, json: Value, contributor: Option<String>) -> Self {
+        Self {
+            id,
+            at,
+            json,
+            payload: None,
+            contributor,
+            partner: None,
+        }
+    }
 }
 
 /// A document as the providing node renders it: DocumentRecord and DocumentAttachment.
