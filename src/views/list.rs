@@ -1,6 +1,7 @@
 //! The list pages: own, shared and merged, newest first, with rows from the row cache.
 
 use super::*;
+use crate::vocab::dsn;
 
 impl Views {
     /// `GET /consignments`: the caller's consignments (`own`), those shared with it
@@ -89,25 +90,14 @@ impl Views {
     pub(super) fn shared_row(&self, org: &str, aig: &str, dedupe: bool) -> Result<Option<Item>> {
         let hex = aig.strip_prefix("aig:").unwrap_or(aig);
         let record = graphs::consignment(hex);
-        let publisher = self
-            .store
-            .db()
-            .quads_for_pattern(
-                Some(record.as_ref().into()),
-                Some(crate::vocab::dsn("publisher").as_ref()),
-                None,
-                Some(graphs::consignment_index().as_ref().into()),
-            )
-            .next()
-            .transpose()?
-            .and_then(|q| match q.object {
-                Term::NamedNode(n) => Some(n.into_string()),
-                _ => None,
-            });
+        let index = graphs::consignment_index();
+        let publisher = match self.store.value(&record, &dsn("publisher"), &index)? {
+            Some(Term::NamedNode(n)) => Some(n.into_string()),
+            _ => None,
+        };
         let Some(publisher) = publisher else {
             return Ok(None);
         };
-        let index = graphs::consignment_index();
         if dedupe {
             if let Some(identifier) = self.fact(&record, "identifier", &index)? {
                 let own = self.queries.select(
@@ -126,16 +116,8 @@ impl Views {
         if self.sharing.is_remote(&publisher) {
             let dataset = self
                 .store
-                .db()
-                .quads_for_pattern(
-                    Some(record.as_ref().into()),
-                    Some(crate::vocab::dsn("graph").as_ref()),
-                    None,
-                    Some(index.as_ref().into()),
-                )
-                .next()
-                .transpose()?
-                .map(|q| match q.object {
+                .value(&record, &dsn("graph"), &index)?
+                .map(|o| match o {
                     Term::NamedNode(n) => n.into_string(),
                     other => other.to_string(),
                 });
@@ -153,22 +135,10 @@ impl Views {
 
     /// The literal value of `s p ?o` in graph `g`.
     pub(super) fn fact(&self, s: &NamedNode, p: &str, g: &NamedNode) -> Result<Option<String>> {
-        let p = crate::vocab::dsn(p);
-        let found = self
-            .store
-            .db()
-            .quads_for_pattern(
-                Some(s.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref().into()),
-            )
-            .next()
-            .transpose()?;
-        Ok(found.and_then(|q| match q.object {
-            Term::Literal(l) => Some(l.value().to_owned()),
+        Ok(match self.store.value(s, &dsn(p), g)? {
+            Some(Term::Literal(l)) => Some(l.value().to_owned()),
             _ => None,
-        }))
+        })
     }
 
     /// The list row of one of `publisher`'s consignments: point look-ups in the store's
