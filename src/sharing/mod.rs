@@ -70,9 +70,12 @@ impl<'a> Routed<'a> {
     pub fn subject(&self, dataset: &'a str) -> federation_notice::Subject<'a> {
         federation_notice::Subject {
             dataset,
-            global_id: self.global_id,
-            identifier: self.identifier,
-            aig_hex: self.aig_hex,
+            consignment: crate::consignment::ConsignmentRef {
+                aig_hex: self.aig_hex.to_owned(),
+                global_id: self.global_id.to_owned(),
+                identifier: self.identifier.to_owned(),
+                publisher: self.publisher.to_owned(),
+            },
             created: self.created,
         }
     }

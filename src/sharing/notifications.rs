@@ -134,20 +134,8 @@ impl Notifications {
 
     /// The stored JSON of `org`'s notification `seq`. Blocking.
     pub fn json(&self, store: &Store, org: &str, seq: u64) -> Result<Option<Value>> {
-        let g = GraphName::NamedNode(graphs::notifications(org));
-        let n = node(seq);
-        let p = dsn("notice");
-        let found = store
-            .db()
-            .quads_for_pattern(
-                Some(n.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref()),
-            )
-            .next()
-            .transpose()?;
-        Ok(match found.map(|q| q.object) {
+        let found = store.value(&node(seq), &dsn("notice"), &graphs::notifications(org))?;
+        Ok(match found {
             Some(Term::Literal(l)) => serde_json::from_str(l.value()).ok(),
             _ => None,
         })
