@@ -152,10 +152,7 @@ impl Sharing {
         let notifications = Notifications::load(&store, &queries)?;
         tracing::info!(policies = policies.len(), "sharing rules loaded");
         Ok(Self {
-            target: format!(
-                "{}/supply-chain/data-space/consignments",
-                identity.base_url()
-            ),
+            target: identity.policy_target(),
             store,
             identity,
             federation,
