@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::secrets::random_token;
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::{dsn, xsd};
 
@@ -66,7 +67,7 @@ impl Accounts {
         identity: Arc<NodeIdentity>,
     ) -> Result<Self> {
         let mut keys = HashMap::new();
-        for row in queries.select(&store, "organization_keys", &[])? {
+        for row in queries.select(&store, Query::OrganizationKeys, &[])? {
             if let (Some(Term::NamedNode(org)), Some(Term::Literal(hash))) =
                 (row.get("org"), row.get("keyHash"))
             {
@@ -94,14 +95,17 @@ impl Accounts {
         let Ok(org) = NamedNode::new(did) else {
             return Ok(false);
         };
-        self.queries
-            .ask(&self.store, "organization_exists", &[("org", org.into())])
+        self.queries.ask(
+            &self.store,
+            Query::OrganizationExists,
+            &[("org", org.into())],
+        )
     }
 
     pub fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
         let rows = self.queries.select(
             &self.store,
-            "user_by_email",
+            Query::UserByEmail,
             &[("email", Literal::new_simple_literal(email).into())],
         )?;
         Ok(rows.first().and_then(user_record))
@@ -129,7 +133,7 @@ impl Accounts {
                 .queries
                 .select_in(
                     tx,
-                    "user_by_email",
+                    Query::UserByEmail,
                     &[("email", Literal::new_simple_literal(&new.email).into())],
                 )?
                 .is_empty()
@@ -142,7 +146,7 @@ impl Accounts {
             if join
                 && !self.queries.ask_in(
                     tx,
-                    "organization_exists",
+                    Query::OrganizationExists,
                     &[("org", org_node.clone().into())],
                 )?
             {

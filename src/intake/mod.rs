@@ -33,6 +33,7 @@ use crate::jsonld::{Contexts, Expander, Expansion};
 use crate::rdf::literal;
 use crate::sharing::Sharing;
 use crate::store::Events;
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use activity::{Activity, Kind};
 use log::{Entry, TaskError};
@@ -285,7 +286,7 @@ impl Intake {
         let bindings = [("org", org.into()), ("key", literal(key))];
         let rows = self
             .queries
-            .select(&self.store, "consignment_shared_by_key", &bindings)?;
+            .select(&self.store, Query::ConsignmentSharedByKey, &bindings)?;
         let records: HashSet<String> = rows
             .iter()
             .filter_map(|r| r.get("record").map(|t| t.to_string()))
@@ -299,7 +300,7 @@ impl Intake {
         let bindings = [("org", org.into()), ("key", literal(key))];
         let rows = self
             .queries
-            .select(&self.store, "consignment_by_key", &bindings)?;
+            .select(&self.store, Query::ConsignmentByKey, &bindings)?;
         Ok(!rows.is_empty())
     }
 
@@ -543,7 +544,7 @@ impl Intake {
         }
         let rows = self.queries.select(
             &self.store,
-            "activity_log_entry",
+            Query::ActivityLogEntry,
             &[
                 ("graph", graphs::activities(org).into()),
                 ("log", graphs::minted("activity-log", id).into()),
@@ -560,7 +561,7 @@ impl Intake {
     ) -> Result<Option<Entry>> {
         let rows = self.queries.select_in(
             tx,
-            "activity_log_entry",
+            Query::ActivityLogEntry,
             &[("graph", graph.clone().into()), ("log", log.clone().into())],
         )?;
         rows.first().map(entry_of).transpose()

@@ -28,6 +28,7 @@ use crate::jsonld::Expansion;
 use crate::rdf::literal;
 use crate::sharing::policy::Facts;
 use crate::sharing::{readable, Routed, Sharing};
+use crate::store::Query;
 use crate::store::{graphs, Queries};
 use crate::store::{Committed, Events};
 use crate::vocab::{dsn, unece, xsd};
@@ -160,14 +161,17 @@ impl Apply<'_> {
 
     /// One of the caller organisation's own consignments, by globalId or identifier.
     fn lookup(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
-        Ok(self.find(tx, "consignment_by_key", key)?.into_iter().next())
+        Ok(self
+            .find(tx, Query::ConsignmentByKey, key)?
+            .into_iter()
+            .next())
     }
 
     /// The consignments other organisations shared with the caller's, by globalId, identifier
     /// or aig id (at most one per record).
     fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
         let mut found: Vec<Record> = Vec::new();
-        for record in self.find(tx, "consignment_shared_by_key", key)? {
+        for record in self.find(tx, Query::ConsignmentSharedByKey, key)? {
             if !found.iter().any(|r| r.consignment == record.consignment) {
                 found.push(record);
             }
@@ -175,7 +179,7 @@ impl Apply<'_> {
         Ok(found)
     }
 
-    fn find(&self, tx: &Transaction<'_>, query: &str, key: &str) -> Result<Vec<Record>> {
+    fn find(&self, tx: &Transaction<'_>, query: Query, key: &str) -> Result<Vec<Record>> {
         let rows = self.queries.select_in(
             tx,
             query,
@@ -555,7 +559,7 @@ impl Apply<'_> {
         let document_id = string_value(object.get("identifier")).unwrap_or_default();
         let rows = self.queries.select_in(
             tx,
-            "document_current",
+            Query::DocumentCurrent,
             &[
                 ("graph", graph.clone().into()),
                 ("record", record.consignment.clone().into()),

@@ -45,6 +45,7 @@ use crate::federation::notice as federation_notice;
 use crate::federation::Federation;
 use crate::identity::NodeIdentity;
 use crate::rdf::text;
+use crate::store::Query;
 use crate::store::{graphs, Committed, Queries, ReadModel, Store};
 use index::PolicySet;
 use notifications::Notifications;
@@ -131,7 +132,7 @@ impl Sharing {
             );
         }
         let mut policies = PolicySet::default();
-        queries.each(&store, "policies", &[], |row| {
+        queries.each(&store, Query::Policies, &[], |row| {
             match text(&row, "state").map(|s| serde_json::from_str::<Policy>(&s)) {
                 Some(Ok(p)) => policies.insert(p),
                 _ => tracing::error!(policy = ?text(&row, "policy"), "unreadable stored policy skipped"),
@@ -139,7 +140,7 @@ impl Sharing {
             true
         })?;
         let shared = Listing::default();
-        queries.each(&store, "shared_records", &[], |row| {
+        queries.each(&store, Query::SharedRecords, &[], |row| {
             if let (Some(org), Some(aig), Some(ms)) = (
                 text(&row, "org"),
                 listing::aig_of(&row),

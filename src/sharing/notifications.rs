@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::Result;
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::dsn;
 
@@ -44,7 +45,7 @@ impl Notifications {
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let mut by_org: HashMap<String, Vec<u64>> = HashMap::new();
         let mut last = 0;
-        queries.each(store, "notification_numbers", &[], |row| {
+        queries.each(store, Query::NotificationNumbers, &[], |row| {
             if let (Some(Term::NamedNode(graph)), Some(Term::NamedNode(n))) =
                 (row.get("graph"), row.get("notification"))
             {

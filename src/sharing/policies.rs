@@ -12,6 +12,7 @@ use crate::consignment::listing;
 use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::rdf::text;
+use crate::store::Query;
 use crate::store::{graphs, Committed};
 use crate::vocab::{dsn, RDF_JSON};
 
@@ -31,7 +32,11 @@ impl Sharing {
                 || match NamedNode::new(did) {
                     Ok(org) => self
                         .queries
-                        .ask(&self.store, "organization_exists", &[("org", org.into())])
+                        .ask(
+                            &self.store,
+                            Query::OrganizationExists,
+                            &[("org", org.into())],
+                        )
                         .unwrap_or(false),
                     Err(_) => false,
                 }
@@ -163,7 +168,7 @@ impl Sharing {
             let given = graphs::grants(uid);
             let grants = self.queries.select_in(
                 tx,
-                "grants_of_policy",
+                Query::GrantsOfPolicy,
                 &[("grants", given.clone().into())],
             )?;
             tx.clear_graph(GraphName::NamedNode(given).as_ref())?;
@@ -175,7 +180,7 @@ impl Sharing {
                 };
                 let remains = self.queries.ask_in(
                     tx,
-                    "grant_remains",
+                    Query::GrantRemains,
                     &[
                         ("record", record.clone().into()),
                         ("org", org.clone().into()),

@@ -19,6 +19,7 @@ use crate::federation::outbox::{Notice, Outbox};
 use crate::federation::token::NodeCaller;
 use crate::rdf::literal;
 use crate::store::graphs;
+use crate::store::Query;
 use crate::store::{Committed, Events};
 use crate::vocab::dsn;
 
@@ -67,7 +68,7 @@ impl Sharing {
         let to = NamedNode::new_unchecked(&n.to);
         if !self.queries.ask(
             &self.store,
-            "organization_exists",
+            Query::OrganizationExists,
             &[("org", to.clone().into())],
         )? {
             return Err(Error::NotFound(NO_SUCH_ORGANIZATION.into()));

@@ -23,7 +23,7 @@ use oxigraph::store::Transaction;
 use crate::error::{Error, Result};
 
 pub use events::{Committed, Events, ReadModel};
-pub use queries::Queries;
+pub use queries::{Queries, Query};
 
 pub struct Store {
     db: oxigraph::store::Store,

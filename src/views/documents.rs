@@ -18,6 +18,7 @@ use crate::documents::{LinkUse, Revision};
 use crate::error::{Error, Result};
 use crate::rdf::literal;
 use crate::rdf::text;
+use crate::store::Query;
 
 impl Views {
     /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.
@@ -86,8 +87,8 @@ impl Views {
         // position; the page is the newest `limit` of their merge.
         let mut rows = Vec::with_capacity(2 * limit + 2);
         for (wanted, query) in [
-            (scope.includes_own(), "documents_page"),
-            (scope.includes_shared(), "shared_documents_page"),
+            (scope.includes_own(), Query::DocumentsPage),
+            (scope.includes_shared(), Query::SharedDocumentsPage),
         ] {
             if !wanted {
                 continue;
@@ -175,8 +176,8 @@ impl Views {
         }
         // The caller's own documents first, then those partners added in its circles.
         for (wanted, query) in [
-            (scope.includes_own(), "document_by_id"),
-            (scope.includes_shared(), "shared_document_by_id"),
+            (scope.includes_own(), Query::DocumentById),
+            (scope.includes_shared(), Query::SharedDocumentById),
         ] {
             if !wanted {
                 continue;

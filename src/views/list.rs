@@ -102,7 +102,7 @@ impl Views {
             if let Some(identifier) = self.fact(&record, "identifier", &index)? {
                 let own = self.queries.select(
                     &self.store,
-                    "consignment_by_key",
+                    Query::ConsignmentByKey,
                     &[
                         ("org", NamedNode::new_unchecked(org).into()),
                         ("key", literal(&identifier)),

@@ -51,7 +51,7 @@ use crate::jsonld::{Compactor, Contexts};
 use crate::rdf::literal;
 use crate::rdf::{node, text};
 use crate::sharing::Sharing;
-use crate::store::{graphs, Queries, Store};
+use crate::store::{graphs, Queries, Query, Store};
 
 /// A consignment the caller may read, as found in the index.
 pub struct Visible {

@@ -10,7 +10,7 @@ impl Views {
         for graph in &visible.graphs {
             let rows = self.queries.select(
                 &self.store,
-                "consignment_parts",
+                Query::ConsignmentParts,
                 &[
                     ("graph", graph.clone().into()),
                     ("record", visible.record.clone().into()),

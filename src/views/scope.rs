@@ -14,7 +14,7 @@ impl Views {
         let org = caller.organization.as_str();
         let mut rows = self.queries.select(
             &self.store,
-            "consignment_by_any_id",
+            Query::ConsignmentByAnyId,
             &[("key", literal(id))],
         )?;
         // Own records first; the query orders the rest newest first.
