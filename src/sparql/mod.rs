@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use oxigraph::model::{GraphName, NamedNode, Term, Triple};
 use oxigraph::sparql::{
-    CancellationToken, QueryEvaluationError, QueryResults, QuerySolution, SparqlEvaluator, Variable,
+    BoundPreparedSparqlQuery, CancellationToken, PreparedSparqlQuery, QueryEvaluationError,
+    QueryResults, QuerySolution, SparqlEvaluator, Variable,
 };
 use spargebra::SparqlParser;
 
@@ -274,31 +275,7 @@ impl Sparql {
         protocol: &Protocol,
         cancel: CancellationToken,
     ) -> Result<Answer> {
-        let readable = Arc::new(self.readable(caller, scope));
-        let narrowed = |asked: Option<&Vec<String>>| -> Arc<Graphs> {
-            Arc::new(match asked {
-                Some(list) => Graphs::Listed(
-                    list.iter()
-                        .filter(|g| readable.contains(g))
-                        .cloned()
-                        .collect(),
-                ),
-                None => Graphs::Readable(readable.clone()),
-            })
-        };
-        // The protocol's parameters replace the query's dataset clause (SPARQL 1.1 Protocol).
-        let requested = isolate::requested(&parsed.query);
-        let (default_asked, named_asked) =
-            if protocol.default_graphs.is_empty() && protocol.named_graphs.is_empty() {
-                (requested.default, requested.named)
-            } else {
-                (
-                    Some(protocol.default_graphs.clone()),
-                    Some(protocol.named_graphs.clone()),
-                )
-            };
-        let default = narrowed(default_asked.as_ref());
-        let named = narrowed(named_asked.as_ref());
+        let (default, named) = self.datasets(caller, scope, &parsed.query, protocol);
         // Broad groups join the caller's markers instead of checking each solution; only
         // when the dataset is all it may read (a `FROM` list is checked against that list).
         let markers = |set: &Graphs| match set {
@@ -321,7 +298,59 @@ impl Sparql {
                 )
             },
         )?;
-        let query = guard::rewrite(query);
+        let prepared = self.prepare(guard::rewrite(query), default, named, cancel);
+        let (cap, store) = (self.max_rows, self.store.db());
+        guard::evaluate(move || collect(prepared.on_store(store), cap))
+            .unwrap_or_else(|abort| Err(aborted(abort)))
+    }
+
+    /// The graphs the query's default graph and named graphs may hold: what it (or the
+    /// protocol's parameters, which replace its dataset clause, SPARQL 1.1 Protocol) asks for,
+    /// narrowed to what `caller` may read in `scope`; all of that when it asks for nothing.
+    fn datasets(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        query: &spargebra::Query,
+        protocol: &Protocol,
+    ) -> (Arc<Graphs>, Arc<Graphs>) {
+        let readable = Arc::new(self.readable(caller, scope));
+        let narrowed = |asked: Option<&Vec<String>>| -> Arc<Graphs> {
+            Arc::new(match asked {
+                Some(list) => Graphs::Listed(
+                    list.iter()
+                        .filter(|g| readable.contains(g))
+                        .cloned()
+                        .collect(),
+                ),
+                None => Graphs::Readable(readable.clone()),
+            })
+        };
+        let requested = isolate::requested(query);
+        let (default_asked, named_asked) =
+            if protocol.default_graphs.is_empty() && protocol.named_graphs.is_empty() {
+                (requested.default, requested.named)
+            } else {
+                (
+                    Some(protocol.default_graphs.clone()),
+                    Some(protocol.named_graphs.clone()),
+                )
+            };
+        (
+            narrowed(default_asked.as_ref()),
+            narrowed(named_asked.as_ref()),
+        )
+    }
+
+    /// The rewritten query with the node's functions bound to this caller's graph sets and
+    /// this evaluation's limits.
+    fn prepare(
+        &self,
+        query: spargebra::Query,
+        default: Arc<Graphs>,
+        named: Arc<Graphs>,
+        cancel: CancellationToken,
+    ) -> PreparedSparqlQuery {
         let (alive, bounded) = guard::functions(cancel.clone(), self.limits);
         let member = |set: Arc<Graphs>| {
             move |args: &[Term]| -> Option<Term> {
@@ -344,41 +373,41 @@ impl Sparql {
         prepared
             .dataset_mut()
             .set_default_graph(Vec::<GraphName>::new());
-        let cap = self.max_rows;
-        let too_many = || {
-            Error::invalid_field(
-                "query",
-                format!("the query returns more than {cap} results; narrow it or add LIMIT"),
-            )
-        };
-        let store = self.store.db();
-        guard::evaluate(move || -> Result<Answer> {
-            match prepared.on_store(store).execute().map_err(evaluation)? {
-                QueryResults::Solutions(solutions) => {
-                    let variables = solutions.variables().to_vec();
-                    let mut rows = Vec::new();
-                    for row in solutions {
-                        rows.push(row.map_err(evaluation)?);
-                        if rows.len() > cap {
-                            return Err(too_many());
-                        }
-                    }
-                    Ok(Answer::Solutions { variables, rows })
-                }
-                QueryResults::Boolean(b) => Ok(Answer::Boolean(b)),
-                QueryResults::Graph(triples) => {
-                    let mut out = Vec::new();
-                    for t in triples {
-                        out.push(t.map_err(evaluation)?);
-                        if out.len() > cap {
-                            return Err(too_many());
-                        }
-                    }
-                    Ok(Answer::Graph(out))
+        prepared
+    }
+}
+
+/// Runs a prepared query to the end, at most `cap` results.
+fn collect(query: BoundPreparedSparqlQuery<'static>, cap: usize) -> Result<Answer> {
+    let too_many = || {
+        Error::invalid_field(
+            "query",
+            format!("the query returns more than {cap} results; narrow it or add LIMIT"),
+        )
+    };
+    match query.execute().map_err(evaluation)? {
+        QueryResults::Solutions(solutions) => {
+            let variables = solutions.variables().to_vec();
+            let mut rows = Vec::new();
+            for row in solutions {
+                rows.push(row.map_err(evaluation)?);
+                if rows.len() > cap {
+                    return Err(too_many());
                 }
             }
-        })
-        .unwrap_or_else(|abort| Err(aborted(abort)))
+            Ok(Answer::Solutions { variables, rows })
+        }
+        QueryResults::Boolean(b) => Ok(Answer::Boolean(b)),
+        QueryResults::Graph(triples) => {
+            let mut out = Vec::new();
+            for t in triples {
+                out.push(t.map_err(evaluation)?);
+                if out.len() > cap {
+                    return Err(too_many());
+                }
+            }
+            Ok(Answer::Graph(out))
+        }
     }
 }
 
