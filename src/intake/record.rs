@@ -21,8 +21,8 @@ use super::new_hex;
 use crate::auth::Caller;
 use crate::consignment::codes::CodeLists;
 use crate::consignment::ports::{string_value, Port, Ports};
-use crate::documents::attest::{Attestor, Claims};
-use crate::documents::{Content, Earlier, Revision};
+use crate::documents::attest::Attestor;
+use crate::documents::{revision, Content, Revision};
 use crate::error::{Error, Result};
 use crate::jsonld::Expansion;
 use crate::rdf::literal;
@@ -128,10 +128,6 @@ impl Writer<'_, '_> {
 
 fn date_literal(s: &str) -> Term {
     Literal::new_typed_literal(s, xsd("dateTime")).into()
-}
-
-fn integer_literal(n: i64) -> Term {
-    Literal::from(n).into()
 }
 
 fn json_literal(v: &Value) -> Term {
@@ -468,7 +464,7 @@ impl Apply<'_> {
             let previous = self.current_revision(tx, &graph, &record, object)?;
             if let Some((_, prev)) = &previous {
                 let type_code = string_value(object.get("documentTypeCode")).unwrap_or_default();
-                if prev.content_key == content.key() && prev.document_type_code == type_code {
+                if prev.is_same(content, type_code) {
                     // The same document again: nothing changes.
                     return Ok(Ok(0));
                 }
@@ -553,29 +549,10 @@ impl Apply<'_> {
         object: &serde_json::Map<String, Value>,
     ) -> Result<Option<(NamedNode, Revision)>> {
         let document_id = string_value(object.get("identifier")).unwrap_or_default();
-        let rows = self.queries.select_in(
-            tx,
-            "document_current",
-            &[
-                ("graph", graph.clone().into()),
-                ("record", record.consignment.clone().into()),
-                ("documentId", literal(document_id)),
-            ],
-        )?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        match (row.get("node"), row.get("json")) {
-            (Some(Term::NamedNode(node)), Some(Term::Literal(json))) => {
-                let revision = serde_json::from_str(json.value()).map_err(Error::internal)?;
-                Ok(Some((node.clone(), revision)))
-            }
-            _ => Ok(None),
-        }
+        revision::current(self.queries, tx, graph, &record.consignment, document_id)
     }
 
-    /// A document revision's facts: numbered after the current one (which it supersedes, and
-    /// whose history it extends), attested when the node holds its bytes.
+    /// Writes the revision's facts on the document's node.
     #[allow(clippy::too_many_arguments)]
     fn revision(
         &self,
@@ -587,118 +564,16 @@ impl Apply<'_> {
         previous: Option<(NamedNode, Revision)>,
         now: &str,
     ) {
-        let document_id = string_value(object.get("identifier")).unwrap_or_default();
-        let mut revision = Revision {
-            document_id: document_id.to_owned(),
-            document_type_code: string_value(object.get("documentTypeCode"))
-                .unwrap_or_default()
-                .to_owned(),
-            document_revision: 0,
-            date_created: now.to_owned(),
-            date_modified: now.to_owned(),
-            organization_identity: self.org().to_owned(),
-            user_identity: self.caller.user.clone(),
-            content_key: content.key(),
-            ..Revision::default()
+        let new = revision::New {
+            node,
+            document_id: string_value(object.get("identifier")).unwrap_or_default(),
+            document_type_code: string_value(object.get("documentTypeCode")).unwrap_or_default(),
+            organization: self.org(),
+            user: &self.caller.user,
+            now,
         };
-        if let Some((prev_node, prev)) = previous {
-            w.add(prev_node.clone(), dsn("supersededBy"), node.clone(), graph);
-            revision.document_revision = prev.document_revision + 1;
-            revision.date_created = prev.date_created.clone();
-            revision.history = prev.history.clone();
-            revision.history.push(Earlier {
-                id: prev_node.into_string(),
-                document_revision: prev.document_revision,
-                blob_storage_id: prev.blob_storage_id,
-                encoding_format: prev.encoding_format,
-                external_href: prev.external_href,
-            });
-        }
-        match content {
-            Content::Stored {
-                blob,
-                media_type,
-                extension,
-                ..
-            } => {
-                let attestation = super::new_hex();
-                revision.blob_storage_id = Some(blob.storage_id());
-                revision.integrity = Some(blob.integrity());
-                revision.encoding_format = Some(media_type.clone());
-                revision.blob_size = Some(blob.size);
-                revision.file_extension = Some(extension.clone());
-                revision.attestation_id = Some(attestation.clone());
-                let jws = self.attestor.sign(&Claims {
-                    id: &attestation,
-                    document_id,
-                    revision: revision.document_revision,
-                    integrity: &blob.integrity(),
-                    issued: chrono::Utc::now().timestamp(),
-                });
-                let att = graphs::minted("attestation", &attestation);
-                w.add(
-                    att.clone(),
-                    rdf::TYPE.into_owned(),
-                    dsn("Attestation"),
-                    graph,
-                );
-                w.add(att.clone(), dsn("attests"), node.clone(), graph);
-                w.add(att.clone(), dsn("jws"), literal(&jws), graph);
-                w.add(att.clone(), dsn("issued"), date_literal(now), graph);
-                w.add(node.clone(), dsn("attestation"), att, graph);
-                w.add(
-                    node.clone(),
-                    dsn("blobStorageId"),
-                    literal(&blob.storage_id()),
-                    graph,
-                );
-                w.add(
-                    node.clone(),
-                    dsn("integrity"),
-                    literal(&blob.integrity()),
-                    graph,
-                );
-                w.add(
-                    node.clone(),
-                    dsn("blobSize"),
-                    integer_literal(blob.size as i64),
-                    graph,
-                );
-            }
-            Content::External {
-                url,
-                media_type,
-                extension,
-            } => {
-                revision.external_href = Some(url.clone());
-                revision.encoding_format = media_type.clone();
-                revision.file_extension = extension.clone();
-                w.add(node.clone(), dsn("externalHref"), literal(url), graph);
-            }
-        }
-        if let Some(format) = &revision.encoding_format {
-            w.add(node.clone(), dsn("encodingFormat"), literal(format), graph);
-        }
-        if let Some(ext) = &revision.file_extension {
-            w.add(node.clone(), dsn("fileExtension"), literal(ext), graph);
-        }
-        w.add(
-            node.clone(),
-            dsn("documentRevision"),
-            integer_literal(revision.document_revision),
-            graph,
-        );
-        w.add(
-            node.clone(),
-            dsn("addedBy"),
-            NamedNode::new_unchecked(&self.caller.user),
-            graph,
-        );
-        let json = serde_json::to_value(&revision).unwrap_or(Value::Null);
-        w.add(
-            node.clone(),
-            dsn("documentJson"),
-            json_literal(&json),
+        w.triples(
+            &revision::facts(&new, content, previous, self.attestor),
             graph,
         );
     }
