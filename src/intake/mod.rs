@@ -5,14 +5,16 @@
 //! - [`crate::jsonld`]: offline expansion with the contexts compiled at start-up.
 //! - [`shapes`]: SHACL shapes from `shapes/*.ttl`, interpreted.
 //! - [`ports`]: port of exit / entry from index 0 of the movements' events.
-//! - [`record`]: what a successful activity writes.
+//! - `apply`: what a successful activity writes; `credential`: the trust credential.
 //! - [`log`]: the ActivityLogEntry.
 
 pub mod activity;
+mod apply;
 #[cfg(test)]
 mod conformance;
+mod credential;
+mod entries;
 pub mod log;
-pub mod record;
 pub mod shapes;
 
 use std::collections::HashSet;
@@ -65,7 +67,7 @@ pub struct Intake {
     store: Arc<Store>,
     queries: Arc<Queries>,
     identity: Arc<NodeIdentity>,
-    credentials: record::Credentials,
+    credentials: credential::Credentials,
     codes: Arc<CodeLists>,
     sharing: Arc<Sharing>,
     documents: Arc<Documents>,
@@ -108,7 +110,7 @@ impl Intake {
             countries: sharing.countries(),
             store,
             queries,
-            credentials: record::Credentials::new(credential_key, identity.node_did()),
+            credentials: credential::Credentials::new(credential_key, identity.node_did()),
             identity,
             codes,
             sharing,
@@ -356,7 +358,7 @@ impl Intake {
                 return Ok((existing.clone(), false));
             }
             if previous.is_some() {
-                record::remove_entry(tx, &activities_graph, &log_node)?;
+                entries::remove_entry(tx, &activities_graph, &log_node)?;
             }
             let now = crate::consignment::format_millis(now);
             let outcome = if !failures.is_empty() {
@@ -364,7 +366,7 @@ impl Intake {
             } else if let Some(Err(message)) = &content {
                 Err(TaskError::document(message.clone()))
             } else {
-                let apply = record::Apply {
+                let apply = apply::Apply {
                     caller,
                     activity: &activity,
                     expansion: &expansion,
@@ -396,7 +398,7 @@ impl Intake {
                 outcome,
                 warnings.clone(),
             );
-            record::write_entry(tx, &activities_graph, &log_node, &entry)?;
+            entries::write_entry(tx, &activities_graph, &log_node, &entry)?;
             Ok((entry, true))
         };
         // Committed: the new consignment joins its organisation's list, routing's shares and
