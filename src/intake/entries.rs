@@ -1,15 +1,56 @@
-//! The activity log entries in an organisation's activity graph: written, and removed before
-//! a failed one is written anew.
+//! The activity log entries in an organisation's activity graph: read (replays, `GET` of an
+//! entry), written, and removed before a failed one is written anew.
 
 use oxigraph::model::vocab::rdf;
-use oxigraph::model::{GraphName, NamedNode, Quad};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
 use super::apply::{date_literal, json_literal, remove_quads};
 use super::log::Entry;
+use super::Intake;
 use crate::error::{Error, Result};
 use crate::rdf::literal;
+use crate::store::graphs;
 use crate::vocab::dsn;
+
+impl Intake {
+    /// The caller organisation's log entry `id`, if any. Blocking.
+    pub fn entry(&self, org: &str, id: &str) -> Result<Option<Entry>> {
+        if id.len() != 32 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let rows = self.queries.select(
+            &self.store,
+            "activity_log_entry",
+            &[
+                ("graph", graphs::activities(org).into()),
+                ("log", graphs::minted("activity-log", id).into()),
+            ],
+        )?;
+        rows.first().map(entry_of).transpose()
+    }
+
+    pub(super) fn entry_in(
+        &self,
+        tx: &Transaction<'_>,
+        graph: &NamedNode,
+        log: &NamedNode,
+    ) -> Result<Option<Entry>> {
+        let rows = self.queries.select_in(
+            tx,
+            "activity_log_entry",
+            &[("graph", graph.clone().into()), ("log", log.clone().into())],
+        )?;
+        rows.first().map(entry_of).transpose()
+    }
+}
+
+fn entry_of(row: &oxigraph::sparql::QuerySolution) -> Result<Entry> {
+    match row.get("entry") {
+        Some(Term::Literal(l)) => serde_json::from_str(l.value()).map_err(Error::internal),
+        _ => Err(Error::internal("log entry without JSON")),
+    }
+}
 
 /// Removes a (failed) log entry before it is written anew.
 pub(super) fn remove_entry(
