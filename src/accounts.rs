@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::identity::NodeIdentity;
 use crate::secrets::random_token;
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::{dsn, xsd};
 
@@ -66,7 +67,7 @@ impl Accounts {
         identity: Arc<NodeIdentity>,
     ) -> Result<Self> {
         let mut keys = HashMap::new();
-        for row in queries.select(&store, "organization_keys", &[])? {
+        for row in queries.select(&store, Query::OrganizationKeys, &[])? {
             if let (Some(Term::NamedNode(org)), Some(Term::Literal(hash))) =
                 (row.get("org"), row.get("keyHash"))
             {
@@ -94,14 +95,17 @@ impl Accounts {
         let Ok(org) = NamedNode::new(did) else {
             return Ok(false);
         };
-        self.queries
-            .ask(&self.store, "organization_exists", &[("org", org.into())])
+        self.queries.ask(
+            &self.store,
+            Query::OrganizationExists,
+            &[("org", org.into())],
+        )
     }
 
     pub fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
         let rows = self.queries.select(
             &self.store,
-            "user_by_email",
+            Query::UserByEmail,
             &[("email", Literal::new_simple_literal(email).into())],
         )?;
         Ok(rows.first().and_then(user_record))
@@ -116,29 +120,12 @@ impl Accounts {
         presented_key: &str,
         new: NewAccount,
     ) -> Result<CreatedAccount> {
-        let (organization, join, minted_key) = match (holder, new.organization.as_deref()) {
-            (KeyHolder::Operator, None) => {
-                let org = self.identity.organization_did(&new_id());
-                (org, false, Some(random_token("dsn_org_")))
-            }
-            (KeyHolder::Operator, Some(org)) => {
-                // The operator cannot learn an organisation's existing key (only its hash is
-                // stored), so joining through the operator mints an additional key for it.
-                (org.to_owned(), true, Some(random_token("dsn_org_")))
-            }
-            (KeyHolder::Organization(own), None) => (own.clone(), true, None),
-            (KeyHolder::Organization(own), Some(org)) if org == own => (own.clone(), true, None),
-            (KeyHolder::Organization(_), Some(_)) => {
-                return Err(Error::Forbidden(
-                    "an organisation API key can only add users to its own organisation".into(),
-                ))
-            }
-        };
+        let (organization, join, minted_key) =
+            self.target_of(holder, new.organization.as_deref())?;
         let org_node = NamedNode::new(&organization)
             .map_err(|_| Error::invalid_field("organizationId", "not a valid DID"))?;
         let user = self.identity.user_did(&new_id());
         let user_node = NamedNode::new_unchecked(&user);
-        let graph = GraphName::from(graphs::accounts());
         let now = now_literal();
 
         self.store.write(|tx| {
@@ -146,7 +133,7 @@ impl Accounts {
                 .queries
                 .select_in(
                     tx,
-                    "user_by_email",
+                    Query::UserByEmail,
                     &[("email", Literal::new_simple_literal(&new.email).into())],
                 )?
                 .is_empty()
@@ -159,7 +146,7 @@ impl Accounts {
             if join
                 && !self.queries.ask_in(
                     tx,
-                    "organization_exists",
+                    Query::OrganizationExists,
                     &[("org", org_node.clone().into())],
                 )?
             {
@@ -167,44 +154,16 @@ impl Accounts {
                     "organisation {organization} not found on this node"
                 )));
             }
-            let mut add = |s: &NamedNode, p: NamedNode, o: Term| {
-                tx.insert(&Quad::new(s.clone(), p, o, graph.clone()));
-            };
-            if !join {
-                add(
-                    &org_node,
-                    rdf::TYPE.into_owned(),
-                    dsn("Organization").into(),
-                );
-                add(&org_node, dsn("created"), now.clone().into());
-            }
-            if let Some(key) = &minted_key {
-                add(
-                    &org_node,
-                    dsn("apiKeyHash"),
-                    Literal::new_simple_literal(key_hash(key)).into(),
-                );
-            }
-            add(&user_node, rdf::TYPE.into_owned(), dsn("User").into());
-            add(
+            let new_org = (!join).then_some(&now);
+            Self::write_account(
+                tx,
+                &org_node,
+                new_org,
+                minted_key.as_deref(),
                 &user_node,
-                dsn("email"),
-                Literal::new_simple_literal(&new.email).into(),
+                &new,
+                &now,
             );
-            add(
-                &user_node,
-                dsn("passwordHash"),
-                Literal::new_simple_literal(&new.password_hash).into(),
-            );
-            add(&user_node, dsn("memberOf"), org_node.clone().into());
-            add(&user_node, dsn("created"), now.clone().into());
-            if let Some(name) = &new.profile_name {
-                add(
-                    &user_node,
-                    dsn("profileName"),
-                    Literal::new_simple_literal(name).into(),
-                );
-            }
             Ok(())
         })?;
 
@@ -223,6 +182,69 @@ impl Accounts {
             organization,
             api_key,
         })
+    }
+
+    /// The organisation the new user joins (or a new one), whether it exists already, and the
+    /// key minted for it, as the presented key allows.
+    fn target_of(
+        &self,
+        holder: &KeyHolder,
+        organization: Option<&str>,
+    ) -> Result<(String, bool, Option<String>)> {
+        Ok(match (holder, organization) {
+            (KeyHolder::Operator, None) => {
+                let org = self.identity.organization_did(&new_id());
+                (org, false, Some(random_token("dsn_org_")))
+            }
+            (KeyHolder::Operator, Some(org)) => {
+                // The operator cannot learn an organisation's existing key (only its hash is
+                // stored), so joining through the operator mints an additional key for it.
+                (org.to_owned(), true, Some(random_token("dsn_org_")))
+            }
+            (KeyHolder::Organization(own), None) => (own.clone(), true, None),
+            (KeyHolder::Organization(own), Some(org)) if org == own => (own.clone(), true, None),
+            (KeyHolder::Organization(_), Some(_)) => {
+                return Err(Error::Forbidden(
+                    "an organisation API key can only add users to its own organisation".into(),
+                ))
+            }
+        })
+    }
+
+    /// The quads of a new user (and of its organisation when `new_org` gives its creation).
+    fn write_account(
+        tx: &mut oxigraph::store::Transaction<'_>,
+        org_node: &NamedNode,
+        new_org: Option<&Literal>,
+        minted_key: Option<&str>,
+        user_node: &NamedNode,
+        new: &NewAccount,
+        now: &Literal,
+    ) {
+        let graph = GraphName::from(graphs::accounts());
+        let mut add = |s: &NamedNode, p: NamedNode, o: Term| {
+            tx.insert(&Quad::new(s.clone(), p, o, graph.clone()));
+        };
+        if let Some(created) = new_org {
+            add(org_node, rdf::TYPE.into_owned(), dsn("Organization").into());
+            add(org_node, dsn("created"), created.clone().into());
+        }
+        if let Some(key) = minted_key {
+            add(
+                org_node,
+                dsn("apiKeyHash"),
+                Literal::new_simple_literal(key_hash(key)).into(),
+            );
+        }
+        let text = |v: &str| Term::from(Literal::new_simple_literal(v));
+        add(user_node, rdf::TYPE.into_owned(), dsn("User").into());
+        add(user_node, dsn("email"), text(&new.email));
+        add(user_node, dsn("passwordHash"), text(&new.password_hash));
+        add(user_node, dsn("memberOf"), org_node.clone().into());
+        add(user_node, dsn("created"), now.clone().into());
+        if let Some(name) = &new.profile_name {
+            add(user_node, dsn("profileName"), text(name));
+        }
     }
 }
 

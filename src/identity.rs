@@ -50,6 +50,12 @@ impl NodeIdentity {
         self.base_url.scheme() == "https"
     }
 
+    /// The one ODRL `target` of this node's policies: the collection of its consignments (the
+    /// IRI their list is served at).
+    pub fn policy_target(&self) -> String {
+        format!("{}/supply-chain/data-space/consignments", self.base_url())
+    }
+
     pub fn node_did(&self) -> String {
         format!("did:web:{}", self.did_id)
     }

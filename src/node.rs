@@ -47,31 +47,11 @@ impl Node {
     pub fn open(config: Config, base_url: &str) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
         let secrets_dir = config.data_dir.join("secrets");
-        let operator_key = match &config.api_key {
-            Some(key) if !key.trim().is_empty() => key.trim().to_owned(),
-            _ => {
-                let (key, created) =
-                    secrets::load_or_create(&secrets_dir, "operator-api-key", || {
-                        secrets::random_token("dsn_op_")
-                    })?;
-                if let Some(path) = created {
-                    tracing::warn!(
-                        path = %path.display(),
-                        "generated the node operator API key; read it from this file (mode 0600)"
-                    );
-                }
-                key
-            }
-        };
-        let (session_secret, _) =
-            secrets::load_or_create(&secrets_dir, "session-signing-key", || {
-                secrets::random_token("")
-            })?;
-
-        let (credential_secret, _) =
-            secrets::load_or_create(&secrets_dir, "credential-signing-key", || {
-                secrets::random_token("")
-            })?;
+        let NodeSecrets {
+            operator_key,
+            session_secret,
+            credential_secret,
+        } = NodeSecrets::load(&config)?;
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
         let store = Arc::new(Store::open(&config.data_dir.join("store"))?);
@@ -146,21 +126,7 @@ impl Node {
             intake.contexts(),
             &cursor_key,
         )?;
-        let sparql = Sparql::new(
-            store.clone(),
-            sharing.clone(),
-            listing,
-            std::time::Duration::from_secs(config.sparql_timeout_secs),
-            config.sparql_max_rows,
-            crate::sparql::guard::Limits {
-                max_value_bytes: config.sparql_max_value_bytes,
-                max_memory_bytes: config.sparql_max_memory_mb << 20,
-            },
-            crate::sparql::Concurrency {
-                node: config.sparql_max_concurrent.max(1),
-                organization: config.sparql_max_concurrent_per_org.max(1),
-            },
-        );
+        let sparql = sparql_of(&config, store.clone(), sharing.clone(), listing);
         let vocabulary = Vocabulary::load()?;
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
@@ -180,4 +146,65 @@ impl Node {
             closing: tokio::sync::watch::channel(false).0,
         })
     }
+}
+
+/// The secrets kept in `<data-dir>/secrets`, created at the first start.
+struct NodeSecrets {
+    operator_key: String,
+    session_secret: String,
+    credential_secret: String,
+}
+
+impl NodeSecrets {
+    fn load(config: &Config) -> Result<Self> {
+        let dir = config.data_dir.join("secrets");
+        let operator_key = match &config.api_key {
+            Some(key) if !key.trim().is_empty() => key.trim().to_owned(),
+            _ => {
+                let (key, created) = secrets::load_or_create(&dir, "operator-api-key", || {
+                    secrets::random_token("dsn_op_")
+                })?;
+                if let Some(path) = created {
+                    tracing::warn!(
+                        path = %path.display(),
+                        "generated the node operator API key; read it from this file (mode 0600)"
+                    );
+                }
+                key
+            }
+        };
+        let random = || secrets::random_token("");
+        let (session_secret, _) = secrets::load_or_create(&dir, "session-signing-key", random)?;
+        let (credential_secret, _) =
+            secrets::load_or_create(&dir, "credential-signing-key", random)?;
+        Ok(Self {
+            operator_key,
+            session_secret,
+            credential_secret,
+        })
+    }
+}
+
+/// The analysts' endpoint with the configured limits.
+fn sparql_of(
+    config: &Config,
+    store: Arc<Store>,
+    sharing: Arc<Sharing>,
+    listing: Arc<Listing>,
+) -> Sparql {
+    Sparql::new(
+        store,
+        sharing,
+        listing,
+        std::time::Duration::from_secs(config.sparql_timeout_secs),
+        config.sparql_max_rows,
+        crate::sparql::guard::Limits {
+            max_value_bytes: config.sparql_max_value_bytes,
+            max_memory_bytes: config.sparql_max_memory_mb << 20,
+        },
+        crate::sparql::Concurrency {
+            node: config.sparql_max_concurrent.max(1),
+            organization: config.sparql_max_concurrent_per_org.max(1),
+        },
+    )
 }

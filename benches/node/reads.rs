@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::client::Client;
 use crate::stats::{p50, percentile};
+use dataspace_node::store::Query;
 
 /// A GET as the benchmark organisation that must answer 200: its latency and body.
 pub async fn timed_get(client: &Client, url: &str) -> (Duration, Value) {
@@ -128,7 +129,9 @@ pub fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n:
     for _ in 0..n {
         let t = Instant::now();
         for b in &bindings {
-            let rows = queries.select(&store, "consignment_summary", b).unwrap();
+            let rows = queries
+                .select(&store, Query::ConsignmentSummary, b)
+                .unwrap();
             assert_eq!(rows.len(), 1);
         }
         lat.push(t.elapsed());
@@ -149,7 +152,7 @@ pub fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usi
     for _ in 0..n {
         let t = Instant::now();
         let rows = queries
-            .select(&store, "consignment_by_any_id", &[("key", literal(aig))])
+            .select(&store, Query::ConsignmentByAnyId, &[("key", literal(aig))])
             .unwrap();
         assert_eq!(rows.len(), 1);
         lookup.push(t.elapsed());
@@ -157,7 +160,7 @@ pub fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usi
         let rows = queries
             .select(
                 &store,
-                "consignment_parts",
+                Query::ConsignmentParts,
                 &[
                     ("graph", graphs::contribution(hex, org).into()),
                     ("record", graphs::consignment(hex).into()),

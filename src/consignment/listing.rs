@@ -13,6 +13,7 @@ use std::sync::RwLock;
 use oxigraph::model::Term;
 
 use crate::error::Result;
+use crate::store::Query;
 use crate::store::{Committed, Queries, ReadModel, Store};
 
 /// Sort key: milliseconds since the epoch, then the aig id.
@@ -63,7 +64,7 @@ impl Listing {
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let listing = Self::default();
         let mut newest = 0;
-        queries.each(store, "consignment_records", &[], |row| {
+        queries.each(store, Query::ConsignmentRecords, &[], |row| {
             let text = |v: &str| match row.get(v) {
                 Some(Term::Literal(l)) => Some(l.value().to_owned()),
                 Some(Term::NamedNode(n)) => Some(n.as_str().to_owned()),

@@ -10,9 +10,40 @@ pub mod ports;
 pub mod rows;
 pub mod summary;
 
+use oxigraph::model::NamedNode;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::store::graphs;
+
+/// Which consignment: the one type for it wherever the node names one (the inbox's records,
+/// routing, notices to partner nodes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsignmentRef {
+    /// The node's id for it: 32 hex digits (`aig:<hex>` in the API).
+    pub aig_hex: String,
+    pub global_id: String,
+    pub identifier: String,
+    /// The publishing organisation's DID.
+    pub publisher: String,
+}
+
+impl ConsignmentRef {
+    /// `aig:<hex>`, as the API writes it.
+    pub fn aig_id(&self) -> String {
+        format!("aig:{}", self.aig_hex)
+    }
+
+    /// The root of the stored description (and the record in the node's index).
+    pub fn node(&self) -> NamedNode {
+        graphs::consignment(&self.aig_hex)
+    }
+
+    /// The publisher's contribution graph: the description, and the dataset partners pull.
+    pub fn graph(&self) -> NamedNode {
+        graphs::contribution(&self.aig_hex, &self.publisher)
+    }
+}
 
 pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;

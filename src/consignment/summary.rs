@@ -53,70 +53,112 @@ pub fn build(
     codes: &CodeLists,
 ) -> Map<String, Value> {
     let mut s = Map::new();
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            s.insert(k.into(), v);
-        }
-    };
     put(
+        &mut s,
         "identifier",
         string_value(consignment.get("identifier")).map(|v| json!(v)),
     );
     put(
+        &mut s,
         "globalId",
         string_value(consignment.get("globalId")).map(|v| json!(v)),
     );
-
     let departure = first(consignment.get("atDepartureTransportMovement"));
     let means = departure.and_then(|m| first(m.get("usedTransportMeans")));
     put(
+        &mut s,
         "transportId",
         means
             .and_then(|m| string_value(m.get("identifier")))
             .map(|v| json!(v)),
     );
-    put("dateOfEntry", ports.arrival_date.as_ref().map(|d| json!(d)));
+    port_columns(&mut s, ports);
+    party_columns(&mut s, &entries(consignment.get("includedConsignment")));
+    put(
+        &mut s,
+        "transportModeCode",
+        departure
+            .and_then(|m| string_value(m.get("transportModeCode")))
+            .map(|c| json!(code_of(c))),
+    );
+    let means_type = means
+        .and_then(|m| string_value(m.get("transportMeansTypeCode")))
+        .map(code_of);
+    let equipment = equipment(consignment, means_type, codes);
+    put(
+        &mut s,
+        "reference",
+        equipment.first().and_then(|e| e.get("identifier")).cloned(),
+    );
+    put(
+        &mut s,
+        "transportMeans",
+        (!equipment.is_empty()).then(|| Value::Array(equipment)),
+    );
+    put(&mut s, "payloadVersion", Some(json!("D23B")));
+    // Not a column: read as `latestStatus` while the consignment has no events (the views
+    // remove it from the row).
+    put(
+        &mut s,
+        "scheduledDeparture",
+        ports.departure_date.as_ref().map(|d| json!(d)),
+    );
+    s
+}
+
+fn put(s: &mut Map<String, Value>, k: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        s.insert(k.into(), v);
+    }
+}
+
+/// The date of entry and each port's name, code and country.
+fn port_columns(s: &mut Map<String, Value>, ports: &Ports) {
+    put(
+        s,
+        "dateOfEntry",
+        ports.arrival_date.as_ref().map(|d| json!(d)),
+    );
     for (which, port) in [("Entry", &ports.entry), ("Exit", &ports.exit)] {
         let Some(port) = port else { continue };
         put(
+            s,
             &format!("portOf{which}"),
             port.name.as_ref().map(|v| json!(v)),
         );
         put(
+            s,
             &format!("portOf{which}Code"),
             port.code.as_ref().map(|v| json!(v)),
         );
         put(
+            s,
             &format!("portOf{which}CountryId"),
             port.country.as_ref().map(|v| json!(v)),
         );
     }
+}
 
-    let included = entries(consignment.get("includedConsignment"));
+/// The first consignor, last consignee and first carrier of the included consignments; every
+/// party with its role; the commodities.
+fn party_columns(s: &mut Map<String, Value>, included: &[&Map<String, Value>]) {
+    let role_of = |c: Option<&&Map<String, Value>>, key: &str| {
+        c.and_then(|c| first(c.get(key))).and_then(party)
+    };
     put(
+        s,
         "firstConsignor",
-        included
-            .first()
-            .and_then(|c| first(c.get("consignorParty")))
-            .and_then(party),
+        role_of(included.first(), "consignorParty"),
     );
     put(
+        s,
         "lastConsignee",
-        included
-            .last()
-            .and_then(|c| first(c.get("consigneeParty")))
-            .and_then(party),
+        role_of(included.last(), "consigneeParty"),
     );
-    put(
-        "carrierParty",
-        included
-            .first()
-            .and_then(|c| first(c.get("carrierParty")))
-            .and_then(party),
-    );
+    put(s, "carrierParty", role_of(included.first(), "carrierParty"));
     let mut parties = Vec::new();
     let mut commodities = Vec::new();
-    for c in &included {
+    for c in included {
         for (role, key) in [
             ("consignor", "consignorParty"),
             ("consignee", "consigneeParty"),
@@ -132,43 +174,47 @@ pub fn build(
                 }
             }
         }
-        for item in entries(c.get("includedConsignmentItem")) {
-            let mut v = Map::new();
-            if let Some(code) = string_value(item.get("goodsTypeCode")) {
-                v.insert("goodsTypeCode".into(), json!(code_of(code)));
-            }
-            if let Some(text) = string_value(item.get("information")) {
-                v.insert("description".into(), json!(text));
-            }
-            if let Some(country) =
-                first(item.get("originCountry")).and_then(|c| string_value(c.get("countryId")))
-            {
-                v.insert("originCountryId".into(), json!(code_of(country)));
-            }
-            if !v.is_empty() {
-                commodities.push(Value::Object(v));
-            }
-        }
+        commodities.extend(
+            entries(c.get("includedConsignmentItem"))
+                .into_iter()
+                .filter_map(commodity),
+        );
     }
     put(
+        s,
         "tradeParty",
         (!parties.is_empty()).then(|| Value::Array(parties)),
     );
     put(
+        s,
         "commodities",
         (!commodities.is_empty()).then(|| Value::Array(commodities)),
     );
+}
 
-    put(
-        "transportModeCode",
-        departure
-            .and_then(|m| string_value(m.get("transportModeCode")))
-            .map(|c| json!(code_of(c))),
-    );
-    let means_type = means
-        .and_then(|m| string_value(m.get("transportMeansTypeCode")))
-        .map(code_of);
-    let equipment: Vec<Value> = entries(consignment.get("utilizedTransportEquipment"))
+fn commodity(item: &Map<String, Value>) -> Option<Value> {
+    let mut v = Map::new();
+    if let Some(code) = string_value(item.get("goodsTypeCode")) {
+        v.insert("goodsTypeCode".into(), json!(code_of(code)));
+    }
+    if let Some(text) = string_value(item.get("information")) {
+        v.insert("description".into(), json!(text));
+    }
+    if let Some(country) =
+        first(item.get("originCountry")).and_then(|c| string_value(c.get("countryId")))
+    {
+        v.insert("originCountryId".into(), json!(code_of(country)));
+    }
+    (!v.is_empty()).then_some(Value::Object(v))
+}
+
+/// The transport equipment, each with the departure means' type and its label.
+fn equipment(
+    consignment: &Map<String, Value>,
+    means_type: Option<&str>,
+    codes: &CodeLists,
+) -> Vec<Value> {
+    entries(consignment.get("utilizedTransportEquipment"))
         .into_iter()
         .filter_map(|e| string_value(e.get("identifier")))
         .map(|id| {
@@ -182,21 +228,5 @@ pub fn build(
             }
             Value::Object(v)
         })
-        .collect();
-    put(
-        "reference",
-        equipment.first().and_then(|e| e.get("identifier")).cloned(),
-    );
-    put(
-        "transportMeans",
-        (!equipment.is_empty()).then(|| Value::Array(equipment)),
-    );
-    put("payloadVersion", Some(json!("D23B")));
-    // Not a column: read as `latestStatus` while the consignment has no events (the views
-    // remove it from the row).
-    put(
-        "scheduledDeparture",
-        ports.departure_date.as_ref().map(|d| json!(d)),
-    );
-    s
+        .collect()
 }

@@ -29,6 +29,7 @@ use url::Url;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use attest::Attestor;
 use blobs::{Blob, Blobs};
@@ -231,7 +232,7 @@ impl Documents {
         }
         let rows = self.queries.select(
             &self.store,
-            "attestation",
+            Query::Attestation,
             &[("attestation", graphs::minted("attestation", id).into())],
         )?;
         let Some(Term::Literal(jws)) = rows.first().and_then(|r| r.get("jws")) else {

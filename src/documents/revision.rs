@@ -13,7 +13,7 @@ use super::blobs::Blob;
 use super::Content;
 use crate::error::{Error, Result};
 use crate::rdf::literal;
-use crate::store::{graphs, Queries};
+use crate::store::{graphs, Queries, Query};
 use crate::vocab::{dsn, xsd, RDF_JSON};
 
 /// One revision of a document, as recorded at intake.
@@ -94,7 +94,7 @@ pub fn current(
 ) -> Result<Option<(NamedNode, Revision)>> {
     let rows = queries.select_in(
         tx,
-        "document_current",
+        Query::DocumentCurrent,
         &[
             ("graph", graph.clone().into()),
             ("record", record.clone().into()),

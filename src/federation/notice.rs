@@ -15,6 +15,7 @@
 use serde_json::{json, Value};
 
 use super::did;
+use crate::consignment::ConsignmentRef;
 use crate::error::{Error, Result};
 
 pub const AS2: &str = "https://www.w3.org/ns/activitystreams";
@@ -32,9 +33,8 @@ pub struct Received {
     pub actor: String,
     pub to: String,
     pub dataset: String,
-    pub aig_hex: String,
-    pub global_id: String,
-    pub identifier: String,
+    /// Its publisher is the actor of a share, the receiver of a contribution.
+    pub consignment: ConsignmentRef,
     pub created: String,
     pub policy: Option<String>,
     pub published: String,
@@ -43,9 +43,7 @@ pub struct Received {
 /// The dataset a notice is about and its consignment.
 pub struct Subject<'a> {
     pub dataset: &'a str,
-    pub global_id: &'a str,
-    pub identifier: &'a str,
-    pub aig_hex: &'a str,
+    pub consignment: ConsignmentRef,
     pub created: &'a str,
 }
 
@@ -63,9 +61,9 @@ pub fn build(
         "type": "Dataset",
         "id": c.dataset,
         "consignment": {
-            "globalId": c.global_id,
-            "identifier": c.identifier,
-            "aigId": format!("aig:{}", c.aig_hex),
+            "globalId": c.consignment.global_id,
+            "identifier": c.consignment.identifier,
+            "aigId": c.consignment.aig_id(),
         },
         "created": c.created,
     });
@@ -152,11 +150,19 @@ pub fn parse(body: &Value) -> Result<Received> {
         .filter(|h| h.len() == 32 && h.chars().all(|c| c.is_ascii_hexdigit()))
         .ok_or_else(|| Error::invalid_field("object.consignment.aigId", "must be aig:<32 hex>"))?
         .to_ascii_lowercase();
+    let consignment = ConsignmentRef {
+        aig_hex,
+        global_id: field(body, &["object", "consignment", "globalId"])?.to_owned(),
+        identifier: field(body, &["object", "consignment", "identifier"])?.to_owned(),
+        publisher: match kind {
+            Kind::Share => actor.clone(),
+            Kind::Contribution => to.clone(),
+        },
+    };
     Ok(Received {
         kind,
         dataset: field(body, &["object", "id"])?.to_owned(),
-        global_id: field(body, &["object", "consignment", "globalId"])?.to_owned(),
-        identifier: field(body, &["object", "consignment", "identifier"])?.to_owned(),
+        consignment,
         created: date(body, &["object", "created"])?,
         policy: body
             .pointer("/object/policy")
@@ -165,7 +171,6 @@ pub fn parse(body: &Value) -> Result<Received> {
         published: date(body, &["published"])?,
         actor,
         to,
-        aig_hex,
     })
 }
 
@@ -177,9 +182,12 @@ mod tests {
     fn built_notices_parse_back() {
         let c = Subject {
             dataset: "urn:dataspace-node:contribution:0123456789abcdef0123456789abcdef:a1",
-            global_id: "g1",
-            identifier: "i1",
-            aig_hex: "0123456789abcdef0123456789abcdef",
+            consignment: ConsignmentRef {
+                aig_hex: "0123456789abcdef0123456789abcdef".into(),
+                global_id: "g1".into(),
+                identifier: "i1".into(),
+                publisher: "did:web:a.example:org:a1".into(),
+            },
             created: "2026-01-02T03:04:05.000Z",
         };
         let body = build(
@@ -194,7 +202,7 @@ mod tests {
         let r = parse(&body).unwrap();
         assert_eq!(r.kind, Kind::Share);
         assert_eq!(r.to, "did:web:b.example:org:b1");
-        assert_eq!(r.aig_hex, c.aig_hex);
+        assert_eq!(r.consignment, c.consignment);
         assert_eq!(r.policy.as_deref(), Some("urn:uuid:p"));
         let mut bad = body.clone();
         bad["object"]["consignment"]["aigId"] = json!("aig:xyz");

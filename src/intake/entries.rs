@@ -11,6 +11,7 @@ use super::Intake;
 use crate::error::{Error, Result};
 use crate::rdf::literal;
 use crate::store::graphs;
+use crate::store::Query;
 use crate::vocab::dsn;
 
 impl Intake {
@@ -21,7 +22,7 @@ impl Intake {
         }
         let rows = self.queries.select(
             &self.store,
-            "activity_log_entry",
+            Query::ActivityLogEntry,
             &[
                 ("graph", graphs::activities(org).into()),
                 ("log", graphs::minted("activity-log", id).into()),
@@ -38,7 +39,7 @@ impl Intake {
     ) -> Result<Option<Entry>> {
         let rows = self.queries.select_in(
             tx,
-            "activity_log_entry",
+            Query::ActivityLogEntry,
             &[("graph", graph.clone().into()), ("log", log.clone().into())],
         )?;
         rows.first().map(entry_of).transpose()

@@ -14,6 +14,7 @@ use crate::auth::Caller;
 use crate::consignment::ports;
 use crate::error::Result;
 use crate::rdf::literal;
+use crate::store::Query;
 
 /// The answer of `POST /inbox/validate`.
 #[derive(Debug, serde::Serialize)]
@@ -136,7 +137,7 @@ impl Intake {
         let bindings = [("org", org.into()), ("key", literal(key))];
         let rows = self
             .queries
-            .select(&self.store, "consignment_shared_by_key", &bindings)?;
+            .select(&self.store, Query::ConsignmentSharedByKey, &bindings)?;
         let records: HashSet<String> = rows
             .iter()
             .filter_map(|r| r.get("record").map(|t| t.to_string()))
@@ -150,7 +151,7 @@ impl Intake {
         let bindings = [("org", org.into()), ("key", literal(key))];
         let rows = self
             .queries
-            .select(&self.store, "consignment_by_key", &bindings)?;
+            .select(&self.store, Query::ConsignmentByKey, &bindings)?;
         Ok(!rows.is_empty())
     }
 }

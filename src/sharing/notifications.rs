@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::Result;
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::dsn;
 
@@ -44,7 +45,7 @@ impl Notifications {
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let mut by_org: HashMap<String, Vec<u64>> = HashMap::new();
         let mut last = 0;
-        queries.each(store, "notification_numbers", &[], |row| {
+        queries.each(store, Query::NotificationNumbers, &[], |row| {
             if let (Some(Term::NamedNode(graph)), Some(Term::NamedNode(n))) =
                 (row.get("graph"), row.get("notification"))
             {
@@ -134,20 +135,8 @@ impl Notifications {
 
     /// The stored JSON of `org`'s notification `seq`. Blocking.
     pub fn json(&self, store: &Store, org: &str, seq: u64) -> Result<Option<Value>> {
-        let g = GraphName::NamedNode(graphs::notifications(org));
-        let n = node(seq);
-        let p = dsn("notice");
-        let found = store
-            .db()
-            .quads_for_pattern(
-                Some(n.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref()),
-            )
-            .next()
-            .transpose()?;
-        Ok(match found.map(|q| q.object) {
+        let found = store.value(&node(seq), &dsn("notice"), &graphs::notifications(org))?;
+        Ok(match found {
             Some(Term::Literal(l)) => serde_json::from_str(l.value()).ok(),
             _ => None,
         })

@@ -19,6 +19,7 @@ use crate::federation::outbox::{Notice, Outbox};
 use crate::federation::token::NodeCaller;
 use crate::rdf::literal;
 use crate::store::graphs;
+use crate::store::Query;
 use crate::store::{Committed, Events};
 use crate::vocab::dsn;
 
@@ -67,7 +68,7 @@ impl Sharing {
         let to = NamedNode::new_unchecked(&n.to);
         if !self.queries.ask(
             &self.store,
-            "organization_exists",
+            Query::OrganizationExists,
             &[("org", to.clone().into())],
         )? {
             return Err(Error::NotFound(NO_SUCH_ORGANIZATION.into()));
@@ -75,7 +76,9 @@ impl Sharing {
         // Graph names carry a key of the whole DID: a partner's organisation whose id segment
         // is also one of ours (or another partner's) still names graphs of its own.
         let key = graphs::org_key(&n.actor);
-        if graphs::parse_contribution(&n.dataset) != Some((n.aig_hex.as_str(), key.as_str())) {
+        if graphs::parse_contribution(&n.dataset)
+            != Some((n.consignment.aig_hex.as_str(), key.as_str()))
+        {
             return Err(Error::invalid_field(
                 "object.id",
                 "is not the sending organisation's dataset of this consignment",
@@ -88,7 +91,7 @@ impl Sharing {
     }
 
     fn receive_share(&self, n: &Received, to: NamedNode) -> Result<()> {
-        let record = graphs::consignment(&n.aig_hex);
+        let record = n.consignment.node();
         self.store.commit(|tx, events| {
             match publisher_of(tx, &record)? {
                 Some(p) if p != n.actor => {
@@ -101,9 +104,9 @@ impl Sharing {
                     let actor = NamedNode::new_unchecked(&n.actor);
                     for q in [
                         index_quad(&record, "publisher", actor),
-                        index_quad(&record, "aigId", literal(&format!("aig:{}", n.aig_hex))),
-                        index_quad(&record, "globalId", literal(&n.global_id)),
-                        index_quad(&record, "identifier", literal(&n.identifier)),
+                        index_quad(&record, "aigId", literal(&n.consignment.aig_id())),
+                        index_quad(&record, "globalId", literal(&n.consignment.global_id)),
+                        index_quad(&record, "identifier", literal(&n.consignment.identifier)),
                         index_quad(&record, "graph", NamedNode::new_unchecked(&n.dataset)),
                         index_quad(&record, "created", date(&n.created)),
                         index_quad(&record, "updated", date(&n.created)),
@@ -117,14 +120,14 @@ impl Sharing {
                 return Ok(());
             }
             tx.insert(&member);
-            super::readable::member_added(tx, &record, &n.aig_hex, to.as_str())?;
+            super::readable::member_added(tx, &record, &n.consignment.aig_hex, to.as_str())?;
             let note = json!({
                 "id": null,
                 "type": "ConsignmentShared",
                 "consignment": {
-                    "globalId": n.global_id,
-                    "identifier": n.identifier,
-                    "aigId": format!("aig:{}", n.aig_hex),
+                    "globalId": n.consignment.global_id,
+                    "identifier": n.consignment.identifier,
+                    "aigId": n.consignment.aig_id(),
                 },
                 "provider": n.actor,
                 "datasetId": n.dataset,
@@ -140,7 +143,7 @@ impl Sharing {
                 events.push(Committed::Shared {
                     org: to.as_str().to_owned(),
                     created_ms: ms,
-                    aig: format!("aig:{}", n.aig_hex),
+                    aig: n.consignment.aig_id(),
                 });
             }
             Ok(())
@@ -149,7 +152,7 @@ impl Sharing {
     }
 
     fn receive_contribution(&self, n: &Received, to: NamedNode) -> Result<()> {
-        let record = graphs::consignment(&n.aig_hex);
+        let record = n.consignment.node();
         self.store.write(|tx| {
             if publisher_of(tx, &record)?.as_deref() != Some(to.as_str()) {
                 return Err(Error::NotFound(NO_SUCH_CONSIGNMENT.into()));
@@ -161,7 +164,7 @@ impl Sharing {
                 ));
             }
             tx.insert(&quad(record.clone(), dsn("contributor"), actor));
-            super::readable::contribution_added(tx, &record, &n.aig_hex, &n.actor)
+            super::readable::contribution_added(tx, &record, &n.consignment.aig_hex, &n.actor)
         })
     }
 

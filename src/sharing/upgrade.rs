@@ -7,6 +7,7 @@
 use oxigraph::model::{GraphName, Quad, Term};
 
 use crate::error::Result;
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::dsn;
 
@@ -14,7 +15,7 @@ use crate::vocab::dsn;
 pub fn run(store: &Store, queries: &Queries) -> Result<(usize, usize)> {
     store.write(|tx| {
         let sharing = GraphName::NamedNode(graphs::sharing());
-        let grants = queries.select_in(tx, "legacy_grants", &[])?;
+        let grants = queries.select_in(tx, Query::LegacyGrants, &[])?;
         for row in &grants {
             let (
                 Some(Term::NamedNode(grant)),
@@ -44,7 +45,7 @@ pub fn run(store: &Store, queries: &Queries) -> Result<(usize, usize)> {
                 tx.remove(&Quad::new(grant.clone(), dsn(p), o, sharing.clone()));
             }
         }
-        let notifications = queries.select_in(tx, "legacy_notifications", &[])?;
+        let notifications = queries.select_in(tx, Query::LegacyNotifications, &[])?;
         for row in &notifications {
             let (
                 Some(Term::NamedNode(graph)),

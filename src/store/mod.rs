@@ -17,12 +17,13 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use oxigraph::model::{NamedNode, Term};
 use oxigraph::store::Transaction;
 
 use crate::error::{Error, Result};
 
 pub use events::{Committed, Events, ReadModel};
-pub use queries::Queries;
+pub use queries::{Queries, Query};
 
 pub struct Store {
     db: oxigraph::store::Store,
@@ -128,6 +129,27 @@ impl Store {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .push(Arc::downgrade(&model));
+    }
+
+    /// The one object of `subject predicate ?o` in `graph` (the first, should there be more):
+    /// the point look-up the node's single-valued facts are read with. Blocking.
+    pub fn value(
+        &self,
+        subject: &NamedNode,
+        predicate: &NamedNode,
+        graph: &NamedNode,
+    ) -> Result<Option<Term>> {
+        Ok(self
+            .db
+            .quads_for_pattern(
+                Some(subject.as_ref().into()),
+                Some(predicate.as_ref()),
+                None,
+                Some(graph.as_ref().into()),
+            )
+            .next()
+            .transpose()?
+            .map(|q| q.object))
     }
 
     /// Cheap liveness check used by `/health`.

@@ -10,62 +10,83 @@ use oxigraph::store::Transaction;
 use super::Store;
 use crate::error::{Error, Result};
 
-macro_rules! sources {
-    ($($name:literal),* $(,)?) => {
-        &[$(($name, include_str!(concat!("../../queries/", $name, ".rq")))),*]
+macro_rules! queries {
+    ($($variant:ident => $name:literal),* $(,)?) => {
+        /// The node's queries, one per file of `queries/`: callers name them by this type, so a
+        /// misspelt or missing query is a compile error, not a failure at run time.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Query {
+            $($variant),*
+        }
+
+        impl Query {
+            pub const ALL: &'static [Query] = &[$(Query::$variant),*];
+
+            /// The file name in `queries/`, without `.rq`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Query::$variant => $name),*
+                }
+            }
+
+            fn text(self) -> &'static str {
+                match self {
+                    $(Query::$variant => include_str!(concat!("../../queries/", $name, ".rq"))),*
+                }
+            }
+        }
     };
 }
 
-/// Every query file of `queries/`, by name. A test checks this list against the directory.
-pub const SOURCES: &[(&str, &str)] = sources![
-    "user_by_email",
-    "organization_keys",
-    "organization_exists",
-    "consignment_by_key",
-    "consignment_shared_by_key",
-    "activity_log_entry",
-    "consignment_records",
-    "consignment_summary",
-    "consignment_by_any_id",
-    "consignment_parts",
-    "documents_page",
-    "shared_documents_page",
-    "document_by_id",
-    "shared_document_by_id",
-    "policies",
-    "grants_of_policy",
-    "grant_remains",
-    "shared_records",
-    "notification_numbers",
-    "legacy_grants",
-    "legacy_notifications",
-    "document_current",
-    "attestation",
-];
+queries! {
+    UserByEmail => "user_by_email",
+    OrganizationKeys => "organization_keys",
+    OrganizationExists => "organization_exists",
+    ConsignmentByKey => "consignment_by_key",
+    ConsignmentSharedByKey => "consignment_shared_by_key",
+    ActivityLogEntry => "activity_log_entry",
+    ConsignmentRecords => "consignment_records",
+    ConsignmentSummary => "consignment_summary",
+    ConsignmentByAnyId => "consignment_by_any_id",
+    ConsignmentParts => "consignment_parts",
+    DocumentsPage => "documents_page",
+    SharedDocumentsPage => "shared_documents_page",
+    DocumentById => "document_by_id",
+    SharedDocumentById => "shared_document_by_id",
+    Policies => "policies",
+    GrantsOfPolicy => "grants_of_policy",
+    GrantRemains => "grant_remains",
+    SharedRecords => "shared_records",
+    NotificationNumbers => "notification_numbers",
+    LegacyGrants => "legacy_grants",
+    LegacyNotifications => "legacy_notifications",
+    DocumentCurrent => "document_current",
+    Attestation => "attestation",
+}
 
 pub struct Queries {
-    prepared: HashMap<&'static str, PreparedSparqlQuery>,
+    prepared: HashMap<Query, PreparedSparqlQuery>,
 }
 
 impl Queries {
     /// Parses every query; a syntax error names the file.
     pub fn load() -> Result<Self> {
         let mut prepared = HashMap::new();
-        for (name, text) in SOURCES {
-            let query = SparqlEvaluator::new()
-                .parse_query(text)
-                .map_err(|e| Error::internal(format!("queries/{name}.rq: {e}")))?;
-            prepared.insert(*name, query);
+        for &q in Query::ALL {
+            let parsed = SparqlEvaluator::new()
+                .parse_query(q.text())
+                .map_err(|e| Error::internal(format!("queries/{}.rq: {e}", q.name())))?;
+            prepared.insert(q, parsed);
         }
         Ok(Self { prepared })
     }
 
     /// The named query with `bindings` substituted, ready to run on a store or transaction.
-    pub fn bind(&self, name: &str, bindings: &[(&str, Term)]) -> Result<PreparedSparqlQuery> {
+    pub fn bind(&self, name: Query, bindings: &[(&str, Term)]) -> Result<PreparedSparqlQuery> {
         let mut query = self
             .prepared
-            .get(name)
-            .ok_or_else(|| Error::internal(format!("no query named {name}")))?
+            .get(&name)
+            .ok_or_else(|| Error::internal(format!("query {} not loaded", name.name())))?
             .clone();
         for (var, term) in bindings {
             query = query.substitute_variable(Variable::new_unchecked(*var), term.clone());
@@ -78,7 +99,7 @@ impl Queries {
     pub fn each(
         &self,
         store: &Store,
-        name: &str,
+        name: Query,
         bindings: &[(&str, Term)],
         mut visit: impl FnMut(QuerySolution) -> bool,
     ) -> Result<()> {
@@ -91,7 +112,10 @@ impl Queries {
                 }
                 Ok(())
             }
-            _ => Err(Error::internal(format!("query {name} is not a SELECT"))),
+            _ => Err(Error::internal(format!(
+                "query {} is not a SELECT",
+                name.name()
+            ))),
         }
     }
 
@@ -99,14 +123,14 @@ impl Queries {
     pub fn select(
         &self,
         store: &Store,
-        name: &str,
+        name: Query,
         bindings: &[(&str, Term)],
     ) -> Result<Vec<QuerySolution>> {
         solutions(self.bind(name, bindings)?.on_store(store.db()).execute()?)
     }
 
     /// Runs an ASK query with `bindings` on the committed store. Blocking.
-    pub fn ask(&self, store: &Store, name: &str, bindings: &[(&str, Term)]) -> Result<bool> {
+    pub fn ask(&self, store: &Store, name: Query, bindings: &[(&str, Term)]) -> Result<bool> {
         boolean(self.bind(name, bindings)?.on_store(store.db()).execute()?)
     }
 
@@ -114,7 +138,7 @@ impl Queries {
     pub fn ask_in(
         &self,
         tx: &Transaction<'_>,
-        name: &str,
+        name: Query,
         bindings: &[(&str, Term)],
     ) -> Result<bool> {
         boolean(self.bind(name, bindings)?.on_transaction(tx).execute()?)
@@ -124,7 +148,7 @@ impl Queries {
     pub fn select_in(
         &self,
         tx: &Transaction<'_>,
-        name: &str,
+        name: Query,
         bindings: &[(&str, Term)],
     ) -> Result<Vec<QuerySolution>> {
         solutions(self.bind(name, bindings)?.on_transaction(tx).execute()?)
@@ -200,7 +224,7 @@ mod tests {
             })
             .collect();
         on_disk.sort();
-        let mut registered: Vec<String> = SOURCES.iter().map(|(n, _)| n.to_string()).collect();
+        let mut registered: Vec<String> = Query::ALL.iter().map(|q| q.name().to_string()).collect();
         registered.sort();
         assert_eq!(on_disk, registered);
     }

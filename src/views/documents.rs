@@ -18,6 +18,7 @@ use crate::documents::{LinkUse, Revision};
 use crate::error::{Error, Result};
 use crate::rdf::literal;
 use crate::rdf::text;
+use crate::store::Query;
 
 impl Views {
     /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.
@@ -67,33 +68,7 @@ impl Views {
             .map(|c| self.cursors.decode(c, &list, org, scope.as_str()))
             .transpose()?;
         if let Some(id) = consignment {
-            // One consignment: its (deduplicated) documents, paged in memory — a consignment
-            // holds few documents.
-            let docs = self.documents(caller, scope, id, LinkUse::List)?;
-            let start = after
-                .as_ref()
-                .and_then(|p| {
-                    docs.iter()
-                        .position(|d| d["id"] == p.id.as_str())
-                        .map(|i| i + 1)
-                })
-                .unwrap_or(0);
-            let rest = &docs[start.min(docs.len())..];
-            let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
-            let cursor = (rest.len() > limit).then(|| {
-                self.cursors.encode(&Position {
-                    list: list.clone(),
-                    org: org.clone(),
-                    scope: scope.as_str().into(),
-                    at: String::new(),
-                    id: page
-                        .last()
-                        .and_then(|d| d["id"].as_str())
-                        .unwrap_or_default()
-                        .into(),
-                })
-            });
-            return Ok(Page::new(page, cursor));
+            return self.consignment_documents(caller, scope, id, limit, after, list);
         }
         let (at, id) = match &after {
             Some(p) => (p.at.as_str(), p.id.as_str()),
@@ -112,8 +87,8 @@ impl Views {
         // position; the page is the newest `limit` of their merge.
         let mut rows = Vec::with_capacity(2 * limit + 2);
         for (wanted, query) in [
-            (scope.includes_own(), "documents_page"),
-            (scope.includes_shared(), "shared_documents_page"),
+            (scope.includes_own(), Query::DocumentsPage),
+            (scope.includes_shared(), Query::SharedDocumentsPage),
         ] {
             if !wanted {
                 continue;
@@ -151,6 +126,43 @@ impl Views {
         Ok(Page::new(entities, cursor))
     }
 
+    /// One consignment's (deduplicated) documents, paged in memory: a consignment holds few.
+    fn consignment_documents(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        limit: usize,
+        after: Option<Position>,
+        list: String,
+    ) -> Result<Page> {
+        let docs = self.documents(caller, scope, id, LinkUse::List)?;
+        let start = after
+            .as_ref()
+            .and_then(|p| {
+                docs.iter()
+                    .position(|d| d["id"] == p.id.as_str())
+                    .map(|i| i + 1)
+            })
+            .unwrap_or(0);
+        let rest = &docs[start.min(docs.len())..];
+        let page: Vec<Value> = rest.iter().take(limit).cloned().collect();
+        let cursor = (rest.len() > limit).then(|| {
+            self.cursors.encode(&Position {
+                list,
+                org: caller.organization.clone(),
+                scope: scope.as_str().into(),
+                at: String::new(),
+                id: page
+                    .last()
+                    .and_then(|d| d["id"].as_str())
+                    .unwrap_or_default()
+                    .into(),
+            })
+        });
+        Ok(Page::new(page, cursor))
+    }
+
     /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
     pub fn find_document(
         &self,
@@ -164,8 +176,8 @@ impl Views {
         }
         // The caller's own documents first, then those partners added in its circles.
         for (wanted, query) in [
-            (scope.includes_own(), "document_by_id"),
-            (scope.includes_shared(), "shared_document_by_id"),
+            (scope.includes_own(), Query::DocumentById),
+            (scope.includes_shared(), Query::SharedDocumentById),
         ] {
             if !wanted {
                 continue;

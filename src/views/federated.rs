@@ -17,6 +17,7 @@ use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::store::graphs;
+use crate::store::Query;
 
 const NO_DATASET: &str = "no dataset with this id is available to your organisation";
 
@@ -113,7 +114,7 @@ impl Views {
         let (hex, key) = graphs::parse_contribution(dataset).ok_or_else(not_found)?;
         let rows = self.queries.select(
             &self.store,
-            "consignment_by_any_id",
+            Query::ConsignmentByAnyId,
             &[("key", crate::rdf::literal(&format!("aig:{hex}")))],
         )?;
         let row = rows.first().ok_or_else(not_found)?;

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use dataspace_node::consignment::ConsignmentRef;
 use dataspace_node::federation::did;
 use dataspace_node::federation::notice::{self, Kind, Subject};
 use dataspace_node::federation::token::Tokens;
@@ -229,9 +230,12 @@ async fn a_partner_whose_dataset_never_ends_is_left_out_with_a_warning() {
     let dataset = graphs::contribution(aig, &org).into_string();
     let subject = Subject {
         dataset: &dataset,
-        global_id: "urn:uuid:0b0e7a52-4c4e-4f0e-9d55-7a1d8b1c2e3f",
-        identifier: "HOSTILE-1",
-        aig_hex: aig,
+        consignment: ConsignmentRef {
+            aig_hex: aig.into(),
+            global_id: "urn:uuid:0b0e7a52-4c4e-4f0e-9d55-7a1d8b1c2e3f".into(),
+            identifier: "HOSTILE-1".into(),
+            publisher: org.clone(),
+        },
         created: "2026-11-22T10:00:00.000Z",
     };
     let now = "2026-11-22T10:00:01.000Z";

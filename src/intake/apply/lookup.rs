@@ -8,6 +8,7 @@ use super::Apply;
 use crate::error::Result;
 use crate::rdf::literal;
 use crate::store::graphs;
+use crate::store::Query;
 use crate::vocab::dsn;
 
 /// A consignment record from the system index.
@@ -23,14 +24,17 @@ pub(super) struct Record {
 impl Apply<'_> {
     /// One of the caller organisation's own consignments, by globalId or identifier.
     pub(super) fn lookup(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
-        Ok(self.find(tx, "consignment_by_key", key)?.into_iter().next())
+        Ok(self
+            .find(tx, Query::ConsignmentByKey, key)?
+            .into_iter()
+            .next())
     }
 
     /// The consignments other organisations shared with the caller's, by globalId, identifier
     /// or aig id (at most one per record).
     pub(super) fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
         let mut found: Vec<Record> = Vec::new();
-        for record in self.find(tx, "consignment_shared_by_key", key)? {
+        for record in self.find(tx, Query::ConsignmentSharedByKey, key)? {
             if !found.iter().any(|r| r.consignment == record.consignment) {
                 found.push(record);
             }
@@ -38,7 +42,7 @@ impl Apply<'_> {
         Ok(found)
     }
 
-    fn find(&self, tx: &Transaction<'_>, query: &str, key: &str) -> Result<Vec<Record>> {
+    fn find(&self, tx: &Transaction<'_>, query: Query, key: &str) -> Result<Vec<Record>> {
         let rows = self.queries.select_in(
             tx,
             query,

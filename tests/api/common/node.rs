@@ -55,10 +55,7 @@ impl TestNode {
     pub fn external(base: String, config: Config) -> Self {
         Self {
             base,
-            client: Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .unwrap(),
+            client: client(),
             config,
             dir: None,
             shutdown: None,
@@ -92,10 +89,7 @@ impl TestNode {
         }));
         let node = Self {
             base,
-            client: Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .unwrap(),
+            client: client(),
             config,
             dir: Some(dir),
             shutdown: Some(tx),
@@ -170,4 +164,12 @@ async fn rebind(addr: &str) -> tokio::net::TcpListener {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("could not bind {addr} again");
+}
+
+/// The HTTP client tests talk to a node with.
+fn client() -> Client {
+    Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
 }

@@ -129,115 +129,15 @@ impl<'a> Expander<'a> {
             Some(value) => self.contexts.extend(active, value, path)?,
             None => active.clone(),
         };
-        // Keys are expanded once; keywords (and their aliases) are handled before properties.
-        let mut id = None;
-        let mut types = None;
-        let mut included = None;
-        let mut properties = Vec::with_capacity(obj.len());
-        for (key, value) in obj {
-            if key == "@context" {
-                continue;
-            }
-            match ctx.expand(key, true) {
-                Expanded::Keyword(k) => match k.as_str() {
-                    "@id" => {
-                        if id.replace(value).is_some() {
-                            return Err(Self::error(path, "more than one @id"));
-                        }
-                    }
-                    "@type" => {
-                        if types.replace((key, value)).is_some() {
-                            return Err(Self::error(path, "more than one @type"));
-                        }
-                    }
-                    "@value" => {
-                        return Err(Self::error(path, "a value object is not allowed here"))
-                    }
-                    "@included" if self.included => included = Some((key, value)),
-                    other => {
-                        return Err(Self::error(
-                            &join(path, key),
-                            format!("the JSON-LD keyword {other} is not accepted"),
-                        ))
-                    }
-                },
-                Expanded::Iri(iri) => properties.push((key, Some(iri), value)),
-                Expanded::Blank(_) => {
-                    // A blank node property (AS2's `@vocab: "_:"`) survives expansion, so its
-                    // nested nodes still become triples; only the linking triple is dropped.
-                    if !value.is_null() {
-                        self.out.dropped.push(join(path, key));
-                    }
-                    properties.push((key, None, value));
-                }
-                Expanded::Relative => {
-                    // Expansion drops the key with everything below it.
-                    if !value.is_null() {
-                        self.out.dropped.push(join(path, key));
-                    }
-                }
-            }
-        }
-        let fixed = self.fixed.get(path).cloned();
-        if let (Some((_, true)), Some(_)) = (&fixed, id) {
-            return Err(Self::error(
-                &join(path, "@id"),
-                "an @id is not accepted here: the node names this resource itself",
-            ));
-        }
-        let subject: NamedOrBlankNode = match id {
-            None => match fixed {
-                Some((subject, _)) => subject,
-                None => BlankNode::default().into(),
-            },
-            Some(Value::String(s)) => match ctx.expand(s, false) {
-                Expanded::Iri(iri) => NamedNode::new(&iri)
-                    .map_err(|e| {
-                        Self::error(&join(path, "@id"), format!("invalid IRI {iri:?}: {e}"))
-                    })?
-                    .into(),
-                Expanded::Blank(label) => self
-                    .blank(&label)
-                    .ok_or_else(|| {
-                        Self::error(&join(path, "@id"), format!("invalid blank node id {s:?}"))
-                    })?
-                    .into(),
-                _ => {
-                    return Err(Self::error(
-                        &join(path, "@id"),
-                        format!("{s:?} is not an absolute IRI or blank node id"),
-                    ))
-                }
-            },
-            Some(_) => return Err(Self::error(&join(path, "@id"), "must be a string")),
-        };
+        let keys = self.keys(obj, &ctx, path)?;
+        let subject = self.subject(keys.id, &ctx, path)?;
         if !path.contains(['.', '[']) {
             self.subjects.insert(path.to_owned(), subject.clone());
         }
-        if let Some((key, value)) = types {
-            let type_path = join(path, key);
-            let single = std::slice::from_ref(value);
-            let items = match value {
-                Value::Array(items) => items.as_slice(),
-                _ => single,
-            };
-            for item in items {
-                let Value::String(t) = item else {
-                    return Err(Self::error(&type_path, "a type must be a string"));
-                };
-                let expanded = ctx.expand(t, true);
-                if let Expanded::Keyword(k) = &expanded {
-                    return Err(Self::error(&type_path, format!("{k} is not a type")));
-                }
-                let Some(object) = self.node_term(expanded, &type_path) else {
-                    continue;
-                };
-                self.out
-                    .triples
-                    .push(Triple::new(subject.clone(), rdf::TYPE, object));
-            }
+        if let Some((key, value)) = keys.types {
+            self.types(&subject, value, &ctx, &join(path, key))?;
         }
-        for (key, iri, value) in properties {
+        for (key, iri, value) in keys.properties {
             let predicate = match iri.map(NamedNode::new) {
                 Some(Ok(p)) => Some(p),
                 Some(Err(_)) => {
@@ -250,13 +150,8 @@ impl<'a> Expander<'a> {
             let prop_path = join(path, key);
             self.property(&subject, predicate.as_ref(), def, value, &ctx, &prop_path)?;
         }
-        if let Some((key, value)) = included {
-            let single = std::slice::from_ref(value);
-            let items = match value {
-                Value::Array(items) => items.as_slice(),
-                _ => single,
-            };
-            for (i, item) in items.iter().enumerate() {
+        if let Some((key, value)) = keys.included {
+            for (i, item) in items(value).iter().enumerate() {
                 let item_path = format!("{}[{i}]", join(path, key));
                 match item {
                     Value::Object(obj) if !self.has_keyword(obj, &ctx, "@value") => {
@@ -267,6 +162,132 @@ impl<'a> Expander<'a> {
             }
         }
         Ok(subject)
+    }
+
+    /// A node object's keys, each expanded once: keywords (and their aliases) apart from
+    /// properties.
+    fn keys<'o>(
+        &mut self,
+        obj: &'o Map<String, Value>,
+        ctx: &ActiveContext,
+        path: &str,
+    ) -> Result<NodeKeys<'o>, JsonLdError> {
+        let mut keys = NodeKeys {
+            id: None,
+            types: None,
+            included: None,
+            properties: Vec::with_capacity(obj.len()),
+        };
+        for (key, value) in obj {
+            if key == "@context" {
+                continue;
+            }
+            match ctx.expand(key, true) {
+                Expanded::Keyword(k) => match k.as_str() {
+                    "@id" => {
+                        if keys.id.replace(value).is_some() {
+                            return Err(Self::error(path, "more than one @id"));
+                        }
+                    }
+                    "@type" => {
+                        if keys.types.replace((key, value)).is_some() {
+                            return Err(Self::error(path, "more than one @type"));
+                        }
+                    }
+                    "@value" => {
+                        return Err(Self::error(path, "a value object is not allowed here"))
+                    }
+                    "@included" if self.included => keys.included = Some((key, value)),
+                    other => {
+                        return Err(Self::error(
+                            &join(path, key),
+                            format!("the JSON-LD keyword {other} is not accepted"),
+                        ))
+                    }
+                },
+                Expanded::Iri(iri) => keys.properties.push((key, Some(iri), value)),
+                Expanded::Blank(_) => {
+                    // A blank node property (AS2's `@vocab: "_:"`) survives expansion, so its
+                    // nested nodes still become triples; only the linking triple is dropped.
+                    if !value.is_null() {
+                        self.out.dropped.push(join(path, key));
+                    }
+                    keys.properties.push((key, None, value));
+                }
+                Expanded::Relative => {
+                    // Expansion drops the key with everything below it.
+                    if !value.is_null() {
+                        self.out.dropped.push(join(path, key));
+                    }
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The node's subject: its `@id`, the one fixed for its path, or a fresh blank node.
+    fn subject(
+        &mut self,
+        id: Option<&Value>,
+        ctx: &ActiveContext,
+        path: &str,
+    ) -> Result<NamedOrBlankNode, JsonLdError> {
+        let fixed = self.fixed.get(path).cloned();
+        let id_path = || join(path, "@id");
+        if let (Some((_, true)), Some(_)) = (&fixed, id) {
+            return Err(Self::error(
+                &id_path(),
+                "an @id is not accepted here: the node names this resource itself",
+            ));
+        }
+        Ok(match id {
+            None => match fixed {
+                Some((subject, _)) => subject,
+                None => BlankNode::default().into(),
+            },
+            Some(Value::String(s)) => match ctx.expand(s, false) {
+                Expanded::Iri(iri) => NamedNode::new(&iri)
+                    .map_err(|e| Self::error(&id_path(), format!("invalid IRI {iri:?}: {e}")))?
+                    .into(),
+                Expanded::Blank(label) => self
+                    .blank(&label)
+                    .ok_or_else(|| Self::error(&id_path(), format!("invalid blank node id {s:?}")))?
+                    .into(),
+                _ => {
+                    return Err(Self::error(
+                        &id_path(),
+                        format!("{s:?} is not an absolute IRI or blank node id"),
+                    ))
+                }
+            },
+            Some(_) => return Err(Self::error(&id_path(), "must be a string")),
+        })
+    }
+
+    /// The `rdf:type` triples of a node's `@type` (one string or a list of them).
+    fn types(
+        &mut self,
+        subject: &NamedOrBlankNode,
+        value: &Value,
+        ctx: &ActiveContext,
+        type_path: &str,
+    ) -> Result<(), JsonLdError> {
+        for item in items(value) {
+            let Value::String(t) = item else {
+                return Err(Self::error(type_path, "a type must be a string"));
+            };
+            let expanded = ctx.expand(t, true);
+            if let Expanded::Keyword(k) = &expanded {
+                return Err(Self::error(type_path, format!("{k} is not a type")));
+            }
+            let Some(object) = self.node_term(expanded, type_path) else {
+                continue;
+            };
+            self.out
+                .triples
+                .push(Triple::new(subject.clone(), rdf::TYPE, object));
+        }
+        Ok(())
     }
 
     /// Emits the triples of one property; with no `predicate` only the triples of nested
@@ -422,222 +443,28 @@ impl<'a> Expander<'a> {
         obj.keys()
             .any(|k| matches!(ctx.expand(k, true), Expanded::Keyword(ref x) if x == keyword))
     }
-
-    fn value_object(
-        &mut self,
-        obj: &Map<String, Value>,
-        ctx: &Arc<ActiveContext>,
-        path: &str,
-    ) -> Result<Option<Literal>, JsonLdError> {
-        let mut value = None;
-        let mut datatype = None;
-        let mut language = None;
-        for (key, v) in obj {
-            match ctx.expand(key, true) {
-                Expanded::Keyword(k) if k == "@value" => value = Some(v),
-                Expanded::Keyword(k) if k == "@type" => datatype = Some(v),
-                Expanded::Keyword(k) if k == "@language" => language = Some(v),
-                _ => {
-                    return Err(Self::error(
-                        &join(path, key),
-                        "a value object may only hold @value, @type and @language",
-                    ))
-                }
-            }
-        }
-        let datatype = match datatype {
-            None => None,
-            Some(Value::String(t)) => match ctx.expand(t, true) {
-                Expanded::Iri(iri) => match NamedNode::new(&iri) {
-                    Ok(dt) => Some(dt),
-                    Err(_) => {
-                        self.out.dropped.push(join(path, "@type"));
-                        return Ok(None);
-                    }
-                },
-                _ => {
-                    return Err(Self::error(
-                        &join(path, "@type"),
-                        format!("{t:?} is not an absolute datatype IRI"),
-                    ))
-                }
-            },
-            Some(_) => return Err(Self::error(&join(path, "@type"), "must be a string")),
-        };
-        if datatype.is_some() && language.is_some() {
-            return Err(Self::error(
-                path,
-                "a value cannot have both @type and @language",
-            ));
-        }
-        Ok(match value {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(match (datatype, language) {
-                (Some(dt), _) => Literal::new_typed_literal(s, dt),
-                (None, Some(Value::String(lang))) => Literal::new_language_tagged_literal(s, lang)
-                    .map_err(|e| {
-                        Self::error(
-                            &join(path, "@language"),
-                            format!("invalid language tag: {e}"),
-                        )
-                    })?,
-                (None, Some(_)) => {
-                    return Err(Self::error(&join(path, "@language"), "must be a string"))
-                }
-                (None, None) => Literal::new_simple_literal(s),
-            }),
-            Some(v @ (Value::Bool(_) | Value::Number(_))) => {
-                if language.is_some() {
-                    return Err(Self::error(path, "only strings can have a @language"));
-                }
-                Some(native_literal(v, datatype, path)?)
-            }
-            Some(_) => {
-                return Err(Self::error(
-                    &join(path, "@value"),
-                    "must be a string, number or boolean",
-                ))
-            }
-        })
-    }
 }
 
-/// JSON-LD's RDF form of a number or boolean (JSON-LD 1.1 §8.6, object to RDF conversion).
-fn native_literal(
-    value: &Value,
-    datatype: Option<NamedNode>,
-    path: &str,
-) -> Result<Literal, JsonLdError> {
+/// A node object's keys, sorted: the keywords the node accepts, then its properties (key,
+/// expanded IRI — none for a blank node property —, value).
+struct NodeKeys<'o> {
+    id: Option<&'o Value>,
+    types: Option<(&'o String, &'o Value)>,
+    included: Option<(&'o String, &'o Value)>,
+    properties: Vec<(&'o String, Option<String>, &'o Value)>,
+}
+
+/// A value as a list: its items, or itself alone.
+fn items(value: &Value) -> &[Value] {
     match value {
-        Value::Bool(b) => Ok(Literal::new_typed_literal(
-            if *b { "true" } else { "false" },
-            datatype.unwrap_or_else(|| xsd::BOOLEAN.into_owned()),
-        )),
-        Value::Number(n) => {
-            let as_double = datatype.as_ref().is_some_and(|d| d.as_ref() == xsd::DOUBLE);
-            if let (Some(i), false) = (n.as_i64(), as_double) {
-                return Ok(Literal::new_typed_literal(
-                    i.to_string(),
-                    datatype.unwrap_or_else(|| xsd::INTEGER.into_owned()),
-                ));
-            }
-            if let (Some(u), false) = (n.as_u64(), as_double) {
-                return Ok(Literal::new_typed_literal(
-                    u.to_string(),
-                    datatype.unwrap_or_else(|| xsd::INTEGER.into_owned()),
-                ));
-            }
-            let f = n
-                .as_f64()
-                .ok_or_else(|| Expander::error(path, "number out of range"))?;
-            if !as_double && f.fract() == 0.0 && f.abs() < 1e21 {
-                return Ok(Literal::new_typed_literal(
-                    format!("{f:.0}"),
-                    datatype.unwrap_or_else(|| xsd::INTEGER.into_owned()),
-                ));
-            }
-            Ok(Literal::new_typed_literal(
-                canonical_double(f),
-                datatype.unwrap_or_else(|| xsd::DOUBLE.into_owned()),
-            ))
-        }
-        _ => Err(Expander::error(path, "not a number or boolean")),
+        Value::Array(items) => items.as_slice(),
+        single => std::slice::from_ref(single),
     }
 }
 
-/// XSD canonical double as JSON-LD writes it: `1.5E0`, `1.0E-1`.
-fn canonical_double(f: f64) -> String {
-    let s = format!("{f:.15E}");
-    let (mantissa, exponent) = s.split_once('E').unwrap_or((&s, "0"));
-    let mantissa = match mantissa.split_once('.') {
-        Some((int, frac)) => {
-            let frac = frac.trim_end_matches('0');
-            format!("{int}.{}", if frac.is_empty() { "0" } else { frac })
-        }
-        None => format!("{mantissa}.0"),
-    };
-    format!("{mantissa}E{exponent}")
-}
+mod values;
+
+use values::native_literal;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn contexts() -> Contexts {
-        let mut c = Contexts::new();
-        c.add(
-            "https://example.org/ctx",
-            &["https://example.org/ctx-alias"],
-            r#"{"@context": {"ex": "https://example.org/ns#", "id": "@id", "type": "@type",
-                "name": {"@id": "ex:name", "@type": "ex:Text"},
-                "link": {"@id": "ex:link", "@type": "@id"},
-                "code": {"@id": "ex:code", "@type": "@vocab"},
-                "items": {"@id": "ex:items", "@container": "@list"},
-                "Thing": "ex:Thing"}}"#,
-        )
-        .unwrap();
-        c
-    }
-
-    fn expand(c: &Contexts, doc: &str) -> Result<Expansion, JsonLdError> {
-        let v: Value = serde_json::from_str(doc).unwrap();
-        let mut e = Expander::new(c);
-        e.document(v.as_object().unwrap())?;
-        Ok(e.finish())
-    }
-
-    #[test]
-    fn coercions_prefixes_and_lists() {
-        let c = contexts();
-        let out = expand(
-            &c,
-            r#"{"@context": "https://example.org/ctx-alias", "id": "https://x.example/1", "type": "Thing",
-                "name": "n", "link": "ex:other", "code": "ex:C1", "items": ["a", "b"],
-                "unknown": "dropped", "ex:count": 3, "ex:ratio": 1.5, "ex:flag": true}"#,
-        )
-        .unwrap();
-        let text: Vec<String> = out.triples.iter().map(|t| t.to_string()).collect();
-        let has = |needle: &str| text.iter().any(|t| t.contains(needle));
-        assert!(has("<https://x.example/1> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> <https://example.org/ns#Thing>"));
-        assert!(has(
-            "<https://example.org/ns#name> \"n\"^^<https://example.org/ns#Text>"
-        ));
-        assert!(has(
-            "<https://example.org/ns#link> <https://example.org/ns#other>"
-        ));
-        assert!(has(
-            "<https://example.org/ns#code> <https://example.org/ns#C1>"
-        ));
-        assert!(has("\"3\"^^<http://www.w3.org/2001/XMLSchema#integer>"));
-        assert!(has("\"1.5E0\"^^<http://www.w3.org/2001/XMLSchema#double>"));
-        assert!(has("\"true\"^^<http://www.w3.org/2001/XMLSchema#boolean>"));
-        assert!(has("rdf-syntax-ns#first> \"a\""));
-        assert_eq!(out.dropped, vec!["unknown".to_string()]);
-    }
-
-    #[test]
-    fn unknown_and_inline_contexts_are_refused() {
-        let c = contexts();
-        let e = expand(&c, r#"{"@context": "https://evil.example/ctx", "ex:a": 1}"#).unwrap_err();
-        assert!(e.message.contains("https://evil.example/ctx"));
-        assert!(e.message.contains("https://example.org/ctx"));
-        let e = expand(
-            &c,
-            r#"{"@context": {"Thing": "https://evil.example/Thing"}}"#,
-        )
-        .unwrap_err();
-        assert!(e.message.contains("inline"));
-        for keyword in ["@graph", "@reverse", "@included", "@nest", "@index"] {
-            let doc = format!(r#"{{"@context": "https://example.org/ctx", "{keyword}": {{}}}}"#);
-            assert!(expand(&c, &doc).is_err(), "{keyword} accepted");
-        }
-    }
-
-    #[test]
-    fn doubles_are_canonical() {
-        assert_eq!(canonical_double(1.5), "1.5E0");
-        assert_eq!(canonical_double(0.1), "1.0E-1");
-        assert_eq!(canonical_double(1e21), "1.0E21");
-        assert_eq!(canonical_double(-2.25e-7), "-2.25E-7");
-    }
-}
+mod tests;

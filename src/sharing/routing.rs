@@ -1,0 +1,112 @@
+//! Routing: the permissions a consignment's ports satisfy become grants, new members of its
+//! circle and one notification per organisation that gains access.
+
+use std::collections::HashSet;
+
+use oxigraph::model::{GraphName, NamedNode, Quad};
+use oxigraph::store::Transaction;
+use serde_json::json;
+
+use super::policy::Facts;
+use super::{has, quad, readable, Routed, Sharing};
+use crate::consignment::listing;
+use crate::error::Result;
+use crate::federation::notice::{self as federation_notice, Kind};
+use crate::store::{graphs, Committed, Events};
+use crate::vocab::dsn;
+
+impl Sharing {
+    /// Routes a consignment: every permission its ports satisfy grants the assignee read
+    /// access; an organisation that gains access is notified once. Inside the inbox's write
+    /// transaction; what it shares and notifies goes into the write's `events`.
+    pub fn route(
+        &self,
+        tx: &mut Transaction<'_>,
+        c: &Routed<'_>,
+        facts: &Facts,
+        now: &str,
+        events: &mut Events,
+    ) -> Result<()> {
+        if facts.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let result = self.grant_matches(tx, c, facts, now, events);
+        events.routing += started.elapsed();
+        result
+    }
+
+    fn grant_matches(
+        &self,
+        tx: &mut Transaction<'_>,
+        c: &Routed<'_>,
+        facts: &Facts,
+        now: &str,
+        events: &mut Events,
+    ) -> Result<()> {
+        let matches = self.policy_set().route(facts);
+        let mut notified: HashSet<String> = HashSet::new();
+        for (org, uid) in matches {
+            if org == c.publisher {
+                continue;
+            }
+            let org_node = NamedNode::new_unchecked(&org);
+            // One quad per grant, one per new membership, one per notification: these writes
+            // are most of what routing costs (docs/PERFORMANCE.md). Writing a grant that
+            // exists (an Update routed again) changes nothing, so it is not looked up first.
+            tx.insert(&Quad::new(
+                c.consignment.clone(),
+                dsn("sharedWith"),
+                org_node.clone(),
+                GraphName::NamedNode(graphs::grants(&uid)),
+            ));
+            let member = quad(c.consignment.clone(), dsn("sharedWith"), org_node);
+            if notified.contains(&org) || has(tx, &member)? {
+                continue;
+            }
+            tx.insert(&member);
+            readable::member_added(tx, c.consignment, c.aig_hex, &org)?;
+            notified.insert(org.clone());
+            if self.federation.is_remote(&org) {
+                // The grant above is what the provider checks when the partner node pulls.
+                let body = federation_notice::build(
+                    Kind::Share,
+                    c.publisher,
+                    &org,
+                    &c.subject(c.graph.as_str()),
+                    Some(&uid),
+                    Some((c.summary)()),
+                    now,
+                );
+                self.queue(tx, c.publisher, &org, body, events);
+                continue;
+            }
+            let note = json!({
+                "id": null,
+                "type": "ConsignmentShared",
+                "consignment": {
+                    "globalId": c.global_id,
+                    "identifier": c.identifier,
+                    "aigId": format!("aig:{}", c.aig_hex),
+                },
+                "provider": c.publisher,
+                "datasetId": c.graph.as_str(),
+                "policy": uid,
+                "date": now,
+            });
+            let seq = self.notifications.write(tx, &org, note)?;
+            events.push(Committed::NotificationWritten {
+                org: org.clone(),
+                seq,
+            });
+            if let Some(ms) = listing::millis(c.created) {
+                events.push(Committed::Shared {
+                    org,
+                    created_ms: ms,
+                    aig: format!("aig:{}", c.aig_hex),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,198 @@
+//! One consignment as read from this node: its parts in the caller's graphs, rendered as the
+//! ConsignmentView and its EventViews.
+
+use super::*;
+
+impl Views {
+    /// The parts of a consignment in the contribution graphs the caller may read.
+    pub(super) fn parts(&self, visible: &Visible) -> Result<Parts> {
+        let mut parts = Parts::default();
+        for graph in &visible.graphs {
+            let rows = self.queries.select(
+                &self.store,
+                Query::ConsignmentParts,
+                &[
+                    ("graph", graph.clone().into()),
+                    ("record", visible.record.clone().into()),
+                ],
+            )?;
+            for row in rows {
+                let json = parse_json(&text(&row, "json").unwrap_or_default());
+                let at = text(&row, "at").unwrap_or_default();
+                let id = text(&row, "node").unwrap_or_default();
+                let contributor = text(&row, "contributor");
+                match text(&row, "kind").as_deref() {
+                    Some("payload") if *graph == visible.graph => parts.payload = Some(json),
+                    Some("event") => parts.events.push(Part::new(id, at, json, contributor)),
+                    Some("document") => parts.documents.push(Part {
+                        payload: text(&row, "payload").map(|p| parse_json(&p)),
+                        ..Part::new(id, at, json, contributor)
+                    }),
+                    Some("system") => parts.system.push(Part::new(id, at, json, contributor)),
+                    _ => {}
+                }
+            }
+        }
+        for list in [&mut parts.events, &mut parts.system, &mut parts.documents] {
+            list.sort_by(|a, b| instant(&a.at).cmp(&instant(&b.at)).then(a.id.cmp(&b.id)));
+        }
+        Ok(parts)
+    }
+
+    /// `GET /consignments/{id}`: the ConsignmentView, from what this node holds; the
+    /// partner datasets the caller may read are pulled by [`Views::finish`]. Blocking.
+    pub fn read(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Read> {
+        let visible = self.resolve(caller, scope, id)?;
+        let parts = self.parts(&visible)?;
+        Ok(Read { visible, parts })
+    }
+
+    /// The ConsignmentView of a read.
+    pub fn render_view(&self, read: &Read) -> Value {
+        let (visible, parts) = (&read.visible, &read.parts);
+        let payload = parts.payload.clone().unwrap_or(Value::Null);
+        let departure = payload
+            .get("atDepartureTransportMovement")
+            .map(first_entry)
+            .unwrap_or(&Value::Null);
+        let mut view = Map::new();
+        view.insert("id".into(), json!(visible.aig));
+        view.insert("created".into(), json!(visible.created));
+        view.insert("updated".into(), json!(visible.updated));
+        view.insert(
+            "includedConsignments".into(),
+            match payload.get("includedConsignment") {
+                Some(Value::Array(items)) => Value::Array(items.clone()),
+                Some(single @ Value::Object(_)) => json!([single]),
+                _ => json!([]),
+            },
+        );
+        view.insert(
+            "documents".into(),
+            Value::Array(
+                parts
+                    .documents
+                    .iter()
+                    .map(|d| match &d.partner {
+                        Some(partner) => partner.record.clone(),
+                        None => self.document_record(d),
+                    })
+                    .collect(),
+            ),
+        );
+        view.insert(
+            "events".into(),
+            Value::Array(parts.events.iter().map(event_view).collect()),
+        );
+        view.insert(
+            "systemEvents".into(),
+            Value::Array(parts.system.iter().map(|s| s.json.clone()).collect()),
+        );
+        if let Some(mode) = departure.get("transportModeCode").and_then(Value::as_str) {
+            view.insert(
+                "resolvedTransportMode".into(),
+                self.codes.resolve(mode, CodeLists::transport_mode),
+            );
+        }
+        let means_type = departure
+            .get("usedTransportMeans")
+            .map(first_entry)
+            .and_then(|m| m.get("transportMeansTypeCode"))
+            .and_then(Value::as_str);
+        let equipment: Vec<Value> = entries(payload.get("utilizedTransportEquipment"))
+            .filter_map(|e| crate::consignment::ports::string_value(e.get("identifier")))
+            .map(|identifier| {
+                let types: Vec<Value> = means_type
+                    .map(|raw| self.codes.resolve(raw, CodeLists::transport_means_type))
+                    .into_iter()
+                    .collect();
+                json!({"identifier": identifier, "transportMeansTypes": types})
+            })
+            .collect();
+        view.insert("resolvedTransportEquipment".into(), Value::Array(equipment));
+        Value::Object(view)
+    }
+
+    /// The EventViews of a read.
+    pub fn render_events(&self, read: &Read) -> Vec<Value> {
+        read.parts.events.iter().map(event_view).collect()
+    }
+}
+
+/// One consignment as read from this node, before partner datasets join it.
+pub struct Read {
+    pub visible: Visible,
+    pub(super) parts: Parts,
+}
+
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct Parts {
+    pub(super) payload: Option<Value>,
+    pub(super) events: Vec<Part>,
+    pub(super) documents: Vec<Part>,
+    pub(super) system: Vec<Part>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct Part {
+    pub(super) id: String,
+    pub(super) at: String,
+    /// The stored JSON: an event's payload, a document revision's facts, a system event.
+    pub(super) json: Value,
+    /// A document's payload as sent (for documents recorded before revisions were kept).
+    pub(super) payload: Option<Value>,
+    pub(super) contributor: Option<String>,
+    /// A partner's document as its node rendered it (its links point there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) partner: Option<Partner>,
+}
+
+impl Part {
+    /// A part read from this node's store (no partner rendering, no separate payload).
+    fn new(id: String, at: String, json: Value, contributor: Option<String>) -> Self {
+        Self {
+            id,
+            at,
+            json,
+            payload: None,
+            contributor,
+            partner: None,
+        }
+    }
+}
+
+/// A document as the providing node renders it: DocumentRecord and DocumentAttachment.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct Partner {
+    pub(super) record: Value,
+    pub(super) attachment: Value,
+}
+
+fn first_entry(v: &Value) -> &Value {
+    match v {
+        Value::Array(items) => items.first().unwrap_or(&Value::Null),
+        other => other,
+    }
+}
+
+fn entries(v: Option<&Value>) -> impl Iterator<Item = &Map<String, Value>> {
+    let items: Vec<&Map<String, Value>> = match v {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
+        Some(Value::Object(o)) => vec![o],
+        _ => Vec::new(),
+    };
+    items.into_iter()
+}
+
+/// An EventView: the event as sent, with the node's id and who contributed it.
+fn event_view(part: &Part) -> Value {
+    let mut v = match &part.json {
+        Value::Object(o) => o.clone(),
+        _ => Map::new(),
+    };
+    v.insert("id".into(), json!(part.id));
+    if let Some(c) = &part.contributor {
+        v.insert("contributor".into(), json!(c));
+    }
+    Value::Object(v)
+}

@@ -1,0 +1,122 @@
+//! Which consignment a path id names for the caller, and which of its graphs the scope reads.
+
+use super::*;
+
+impl Views {
+    /// Resolves a path id (globalId, identifier or `aig:` id) to a consignment the caller may
+    /// read in `scope`: its own first (the spec: "the caller's own copy wins"), else the one
+    /// consignment shared with it under that id. When several publishers' consignments shared
+    /// with it carry the id, choosing one would let any of them take over the id (an agency
+    /// reading, or adding its report to, another publisher's consignment): 409 listing them,
+    /// to be named by aig id. 404 otherwise, with the same message whether or not the
+    /// consignment exists.
+    pub fn resolve(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Visible> {
+        let org = caller.organization.as_str();
+        let mut rows = self.queries.select(
+            &self.store,
+            Query::ConsignmentByAnyId,
+            &[("key", literal(id))],
+        )?;
+        // Own records first; the query orders the rest newest first.
+        rows.sort_by_key(|row| text(row, "org").as_deref() != Some(org));
+        let mut visible: Vec<(Visible, String)> = Vec::new();
+        for row in rows {
+            let (Some(record), Some(graph), Some(publisher)) =
+                (node(&row, "record"), node(&row, "graph"), text(&row, "org"))
+            else {
+                continue;
+            };
+            if visible.iter().any(|(v, _)| v.record == record) {
+                continue;
+            }
+            let aig = text(&row, "aig").unwrap_or_default();
+            let (graphs, remote) =
+                self.scope_graphs(org, scope, &record, &aig, &publisher, &graph)?;
+            if graphs.is_empty() && remote.is_empty() {
+                continue;
+            }
+            let own = publisher == org;
+            visible.push((
+                Visible {
+                    record,
+                    aig,
+                    graph,
+                    created: text(&row, "created").unwrap_or_default(),
+                    updated: text(&row, "updated").unwrap_or_default(),
+                    graphs,
+                    remote,
+                },
+                publisher,
+            ));
+            if own {
+                break;
+            }
+        }
+        let own = visible.first().is_some_and(|(_, p)| p == org);
+        match visible.len() {
+            0 => Err(Error::NotFound(NOT_FOUND.into())),
+            1 => Ok(visible.remove(0).0),
+            _ if own => Ok(visible.remove(0).0),
+            _ => Err(ambiguous(
+                id,
+                visible.iter().map(|(v, p)| (v.aig.as_str(), p.as_str())),
+            )),
+        }
+    }
+
+    /// The contribution graphs of one consignment that `org` reads in `scope` (see the module
+    /// docs), those held here and those partner nodes hold; both empty when it may read none.
+    pub(super) fn scope_graphs(
+        &self,
+        org: &str,
+        scope: Scope,
+        record: &NamedNode,
+        aig: &str,
+        publisher: &str,
+        publisher_graph: &NamedNode,
+    ) -> Result<(Vec<NamedNode>, Vec<RemoteDataset>)> {
+        let hex = aig.strip_prefix("aig:").unwrap_or(aig);
+        let is_publisher = publisher == org;
+        let contributors = self.sharing.contributors(record)?;
+        let mut out = Vec::new();
+        let mut remote = Vec::new();
+        if scope.includes_own() && (is_publisher || contributors.iter().any(|c| c == org)) {
+            out.push(graphs::contribution(hex, org));
+        }
+        if scope.includes_shared() && (is_publisher || self.sharing.is_shared_with(record, org)?) {
+            let others = (!is_publisher)
+                .then(|| (publisher, publisher_graph.clone()))
+                .into_iter()
+                .chain(
+                    contributors
+                        .iter()
+                        .filter(|c| *c != org)
+                        .map(|c| (c.as_str(), graphs::contribution(hex, c))),
+                );
+            for (owner, graph) in others {
+                if self.sharing.is_remote(owner) {
+                    remote.push(RemoteDataset {
+                        provider: owner.to_owned(),
+                        dataset: graph.into_string(),
+                    });
+                } else {
+                    out.push(graph);
+                }
+            }
+        }
+        Ok((out, remote))
+    }
+}
+
+/// The 409 for an id that names several publishers' consignments the caller may read.
+pub fn ambiguous<'a>(id: &str, candidates: impl Iterator<Item = (&'a str, &'a str)>) -> Error {
+    Error::Ambiguous {
+        message: format!(
+            "{id:?} names consignments of more than one publisher shared with your organisation; \
+             name one by its aig id"
+        ),
+        candidates: candidates
+            .map(|(aig, publisher)| serde_json::json!({"aigId": aig, "publisher": publisher}))
+            .collect(),
+    }
+}
