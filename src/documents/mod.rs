@@ -7,6 +7,7 @@
 //! - [`attest`]: the node's Ed25519 signature over `{documentId, documentRevision, integrity}`.
 //! - [`links`]: pre-signed, expiring download links.
 //! - [`media`]: media types and file extensions.
+//! - [`revision`]: what a revision records in the contribution graph, and which is current.
 //!
 //! What a revision records is a [`Revision`], kept as JSON on the revision's node (and as
 //! separate facts for SPARQL); the views render it as DocumentAttachment or DocumentRecord.
@@ -15,6 +16,7 @@ pub mod attest;
 pub mod blobs;
 pub mod links;
 pub mod media;
+pub mod revision;
 pub mod source;
 
 use std::path::Path;
@@ -22,7 +24,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oxigraph::model::{NamedNode, Term};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use url::Url;
 
@@ -33,6 +34,7 @@ use crate::store::{graphs, Queries, Store};
 use attest::Attestor;
 use blobs::{Blob, Blobs};
 use links::Links;
+pub use revision::{Earlier, Revision};
 use source::{AllowList, Fetcher};
 
 /// What the node holds of a document's content.
@@ -76,55 +78,6 @@ impl Content {
             _ => None,
         }
     }
-}
-
-/// One revision of a document, as recorded at intake.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Revision {
-    pub document_id: String,
-    /// As sent (`unece:DocumentCodeList#380`).
-    pub document_type_code: String,
-    pub document_revision: i64,
-    /// When revision 0 was recorded.
-    pub date_created: String,
-    pub date_modified: String,
-    pub organization_identity: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub user_identity: String,
-    pub content_key: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blob_storage_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub integrity: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attestation_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding_format: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blob_size: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_extension: Option<String>,
-    /// An external reference's URL (no blob).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub external_href: Option<String>,
-    /// The earlier revisions, oldest first.
-    #[serde(default)]
-    pub history: Vec<Earlier>,
-}
-
-/// An earlier revision, as `history` lists it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Earlier {
-    pub id: String,
-    pub document_revision: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blob_storage_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding_format: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub external_href: Option<String>,
 }
 
 /// How long the download links of a read are valid.

@@ -1,0 +1,87 @@
+//! The activity as the organisation's activity graph keeps it: its own triples, the generator
+//! and trust credential the node injects, and the payload with both.
+
+use oxigraph::model::{NamedNode, NamedOrBlankNode, Triple};
+use serde_json::{json, Value};
+
+use super::lookup::Record;
+use super::writer::{json_literal, Writer};
+use super::Apply;
+use crate::documents::Content;
+use crate::error::Result;
+use crate::rdf::literal;
+use crate::store::graphs;
+use crate::vocab::dsn;
+
+const AS: &str = "https://www.w3.org/ns/activitystreams#";
+
+impl Apply<'_> {
+    pub(super) fn activity_graph(
+        &self,
+        w: &mut Writer<'_, '_>,
+        rest: &[Triple],
+        record: &Record,
+    ) -> Result<()> {
+        let g = graphs::activities(self.org());
+        let node_did = self.credentials.issuer().to_owned();
+        let credential =
+            self.credentials
+                .issue(&self.activity.actor_did, self.activity_hash, self.entry_id)?;
+        let mut stored = self.activity.document.clone();
+        if let Some(uri) = self.content.and_then(Content::stored_uri) {
+            if let Some(Value::Object(object)) = stored.get_mut("object") {
+                object.insert("uRIId".into(), json!(uri));
+            }
+        }
+        stored.insert("generator".into(), json!(node_did));
+        stored.insert("trustCredential".into(), json!(credential));
+        let act = activity_subject(rest, self.activity_root);
+        w.triples(rest, &g);
+        w.add(
+            act.clone(),
+            NamedNode::new_unchecked(format!("{AS}generator")),
+            NamedNode::new_unchecked(&node_did),
+            &g,
+        );
+        w.add(
+            act.clone(),
+            dsn("trustCredential"),
+            literal(&credential),
+            &g,
+        );
+        w.add(
+            act.clone(),
+            dsn("activityHash"),
+            literal(self.activity_hash),
+            &g,
+        );
+        w.add(
+            act.clone(),
+            dsn("consignment"),
+            record.consignment.clone(),
+            &g,
+        );
+        w.add(
+            act.clone(),
+            dsn("logEntry"),
+            graphs::minted("activity-log", self.entry_id),
+            &g,
+        );
+        w.add(
+            act,
+            dsn("payload"),
+            json_literal(&Value::Object(stored)),
+            &g,
+        );
+        Ok(())
+    }
+}
+
+/// The activity node: the caller's `id` when it gave one, else the minted one.
+fn activity_subject(rest: &[Triple], minted: &NamedNode) -> NamedOrBlankNode {
+    let as_object = format!("{AS}object");
+    rest.iter()
+        .find(|t| t.predicate.as_str() == as_object)
+        .map(|t| t.subject.clone())
+        .unwrap_or_else(|| minted.clone().into())
+}

@@ -1,0 +1,63 @@
+//! `Create`: a new consignment of the caller's organisation.
+
+use oxigraph::store::Transaction;
+
+use super::lookup::Record;
+use super::writer::Writer;
+use super::Apply;
+use crate::error::Result;
+use crate::intake::log::TaskError;
+use crate::sharing::readable;
+use crate::store::{graphs, Committed, Events};
+
+impl Apply<'_> {
+    pub(super) fn create(
+        &self,
+        tx: &mut Transaction<'_>,
+        events: &mut Events,
+    ) -> Result<Result<i64, TaskError>> {
+        let (global_id, identifier) = self.ids();
+        for key in [&global_id, &identifier] {
+            if self.lookup(tx, key)?.is_some() {
+                return Ok(Err(TaskError::conflict(format!(
+                    "your organisation already has a consignment with globalId or identifier {key:?}"
+                ))));
+            }
+        }
+        let aig = self.object_id;
+        let record = Record {
+            consignment: graphs::consignment(aig),
+            publisher: self.org().to_owned(),
+            aig_hex: aig.to_owned(),
+            graph: graphs::contribution(aig, self.org()),
+            global_id,
+            identifier,
+        };
+        let now = self.now.to_owned();
+        let (object, rest) = self.split(&record.consignment.clone().into());
+        let mut w = Writer::new(tx);
+        w.triples(&object, &record.graph);
+        self.summary(&mut w, &record, &now, &now);
+        self.index(&mut w, &record, &now, &now);
+        self.system_event(
+            &mut w,
+            &record,
+            &record.graph,
+            "Consignment",
+            &format!("aig:{aig}"),
+            &now,
+        );
+        self.activity_graph(&mut w, &rest, &record)?;
+        let written = w.written;
+        readable::contribution_added(tx, &record.consignment, aig, self.org())?;
+        self.route(tx, &record, &now, &now, events)?;
+        if let Some(created_ms) = crate::consignment::listing::millis(&now) {
+            events.push(Committed::ConsignmentCreated {
+                publisher: record.publisher.clone(),
+                created_ms,
+                aig: format!("aig:{aig}"),
+            });
+        }
+        Ok(Ok(written))
+    }
+}

@@ -1,0 +1,66 @@
+//! The expansion's triples, split at the object: what goes in the contribution graph and what
+//! goes in the activity graph.
+
+use std::collections::{HashMap, HashSet};
+
+use oxigraph::model::{NamedOrBlankNode, Term, Triple};
+
+use super::Apply;
+
+impl Apply<'_> {
+    /// The expansion's triples, with the object's provisional root renamed to `root`, split
+    /// into the object's subtree and the rest (activity, actor, target).
+    pub(super) fn split(&self, root: &NamedOrBlankNode) -> (Vec<Triple>, Vec<Triple>) {
+        let rename = |n: &NamedOrBlankNode| {
+            if n == self.object_root {
+                root.clone()
+            } else {
+                n.clone()
+            }
+        };
+        let renamed: Vec<Triple> = self
+            .expansion
+            .triples
+            .iter()
+            .map(|t| {
+                let object = match &t.object {
+                    Term::NamedNode(n) => rename(&n.clone().into()).into(),
+                    Term::BlankNode(b) => rename(&b.clone().into()).into(),
+                    other => other.clone(),
+                };
+                Triple::new(rename(&t.subject), t.predicate.clone(), object)
+            })
+            .collect();
+        let mut by_subject: HashMap<&NamedOrBlankNode, Vec<usize>> = HashMap::new();
+        for (i, t) in renamed.iter().enumerate() {
+            by_subject.entry(&t.subject).or_default().push(i);
+        }
+        let activity: NamedOrBlankNode = self.activity_root.clone().into();
+        let mut in_object = vec![false; renamed.len()];
+        let mut seen = HashSet::new();
+        let mut stack = vec![root.clone()];
+        while let Some(node) = stack.pop() {
+            if node == activity || !seen.insert(node.clone()) {
+                continue;
+            }
+            for &i in by_subject.get(&node).map_or(&[][..], Vec::as_slice) {
+                in_object[i] = true;
+                match &renamed[i].object {
+                    Term::NamedNode(n) => stack.push(n.clone().into()),
+                    Term::BlankNode(b) => stack.push(b.clone().into()),
+                    _ => {}
+                }
+            }
+        }
+        let mut object = Vec::new();
+        let mut rest = Vec::new();
+        for (t, inside) in renamed.into_iter().zip(in_object) {
+            if inside {
+                object.push(t);
+            } else {
+                rest.push(t);
+            }
+        }
+        (object, rest)
+    }
+}

@@ -1,0 +1,121 @@
+//! `Update`: a consignment's description and summary replaced; its events, documents and
+//! system events stay.
+
+use std::collections::HashSet;
+
+use oxigraph::model::{GraphName, NamedOrBlankNode, Term};
+use oxigraph::store::Transaction;
+
+use super::lookup::Record;
+use super::route::facts;
+use super::writer::{remove_quads, subject_quads, Writer};
+use super::Apply;
+use crate::error::Result;
+use crate::intake::log::TaskError;
+use crate::sharing::policy::Facts;
+use crate::store::{graphs, Committed, Events};
+
+impl Apply<'_> {
+    pub(super) fn update(
+        &self,
+        tx: &mut Transaction<'_>,
+        events: &mut Events,
+    ) -> Result<Result<i64, TaskError>> {
+        let (global_id, identifier) = self.ids();
+        let found = match self.lookup(tx, &global_id)? {
+            Some(r) => Some(r),
+            None => self.lookup(tx, &identifier)?,
+        };
+        let Some(old) = found else {
+            return Ok(Err(TaskError::not_found(format!(
+                "your organisation has no consignment with globalId {global_id:?} or identifier {identifier:?}"
+            ))));
+        };
+        for key in [&global_id, &identifier] {
+            if let Some(other) = self.lookup(tx, key)? {
+                if other.consignment != old.consignment {
+                    return Ok(Err(TaskError::conflict(format!(
+                        "another consignment of your organisation already uses {key:?}"
+                    ))));
+                }
+            }
+        }
+        let created = self.created_of(tx, &old)?;
+        let now = self.now.to_owned();
+        let old_facts = stored_facts(tx, &old)?;
+        remove_description(tx, &old)?;
+        let record = Record {
+            global_id,
+            identifier,
+            ..old
+        };
+        events.push(Committed::RowChanged {
+            aig_hex: record.aig_hex.clone(),
+        });
+        let (object, rest) = self.split(&record.consignment.clone().into());
+        let mut w = Writer::new(tx);
+        w.triples(&object, &record.graph);
+        self.summary(&mut w, &record, &created, &now);
+        self.index(&mut w, &record, &created, &now);
+        let aig_id = format!("aig:{}", record.aig_hex);
+        self.system_event(&mut w, &record, &record.graph, "Consignment", &aig_id, &now);
+        self.activity_graph(&mut w, &rest, &record)?;
+        let written = w.written;
+        // Only a change of ports routes again; grants already given stay (see `sharing`).
+        if old_facts != facts(self.ports) {
+            self.route(tx, &record, &created, &now, events)?;
+        }
+        Ok(Ok(written))
+    }
+}
+
+/// The same facts as the stored summary has them (before an update replaces it).
+fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<Facts> {
+    let mut facts = Facts::default();
+    for q in subject_quads(tx, &graphs::summary(&record.aig_hex), None, &record.graph)? {
+        let Term::Literal(value) = &q.object else {
+            continue;
+        };
+        let slot = match q.predicate.as_str().strip_prefix(crate::vocab::DSN) {
+            Some("portOfEntryCode") => &mut facts.entry,
+            Some("portOfExitCode") => &mut facts.exit,
+            Some("portOfEntryCountry") => &mut facts.entry_country,
+            Some("portOfExitCountry") => &mut facts.exit_country,
+            _ => continue,
+        };
+        *slot = Some(value.value().to_owned());
+    }
+    Ok(facts)
+}
+
+/// Removes a consignment's description (everything reachable from the consignment node in its
+/// graph, stopping at nodes the node minted) and its summary node.
+fn remove_description(tx: &mut Transaction<'_>, record: &Record) -> Result<()> {
+    let graph = GraphName::NamedNode(record.graph.clone());
+    let mut doomed = Vec::new();
+    let mut seen = HashSet::new();
+    let summary: NamedOrBlankNode = graphs::summary(&record.aig_hex).into();
+    let mut stack: Vec<NamedOrBlankNode> = vec![record.consignment.clone().into(), summary.clone()];
+    while let Some(node) = stack.pop() {
+        if !seen.insert(node.clone()) {
+            continue;
+        }
+        for quad in tx.quads_for_pattern(Some(node.as_ref()), None, None, Some(graph.as_ref())) {
+            let quad = quad?;
+            if node != summary {
+                match &quad.object {
+                    Term::BlankNode(b) => stack.push(b.clone().into()),
+                    Term::NamedNode(n) if !n.as_str().starts_with(graphs::MINTED_PREFIX) => {
+                        stack.push(n.clone().into())
+                    }
+                    _ => {}
+                }
+            }
+            doomed.push(quad);
+        }
+    }
+    for quad in &doomed {
+        tx.remove(quad);
+    }
+    remove_quads(tx, &record.consignment, None, &graphs::consignment_index())
+}

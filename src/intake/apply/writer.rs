@@ -1,0 +1,84 @@
+//! Quads in the write transaction: inserted through a [`Writer`] that counts them (the task's
+//! `result`), looked up and removed per subject.
+
+use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term, Triple};
+use oxigraph::store::Transaction;
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::vocab::{xsd, RDF_JSON};
+
+/// Counts what it inserts: the task's `result`.
+pub(super) struct Writer<'t, 'tx> {
+    pub tx: &'t mut Transaction<'tx>,
+    pub written: i64,
+}
+
+impl<'t, 'tx> Writer<'t, 'tx> {
+    pub fn new(tx: &'t mut Transaction<'tx>) -> Self {
+        Self { tx, written: 0 }
+    }
+
+    pub fn add(
+        &mut self,
+        s: impl Into<NamedOrBlankNode>,
+        p: NamedNode,
+        o: impl Into<Term>,
+        g: &NamedNode,
+    ) {
+        self.tx
+            .insert(&Quad::new(s, p, o, GraphName::NamedNode(g.clone())));
+        self.written += 1;
+    }
+
+    pub fn triples(&mut self, triples: &[Triple], g: &NamedNode) {
+        for t in triples {
+            self.tx.insert(&Quad::new(
+                t.subject.clone(),
+                t.predicate.clone(),
+                t.object.clone(),
+                GraphName::NamedNode(g.clone()),
+            ));
+            self.written += 1;
+        }
+    }
+}
+
+pub(in crate::intake) fn date_literal(s: &str) -> Term {
+    Literal::new_typed_literal(s, xsd("dateTime")).into()
+}
+
+pub(in crate::intake) fn json_literal(v: &Value) -> Term {
+    Literal::new_typed_literal(v.to_string(), NamedNode::new_unchecked(RDF_JSON)).into()
+}
+
+/// The quads of `subject` (with `predicate`, when given) in `graph`, as the transaction sees them.
+pub(in crate::intake) fn subject_quads(
+    tx: &Transaction<'_>,
+    subject: &NamedNode,
+    predicate: Option<&NamedNode>,
+    graph: &NamedNode,
+) -> Result<Vec<Quad>> {
+    let g = GraphName::NamedNode(graph.clone());
+    Ok(tx
+        .quads_for_pattern(
+            Some(subject.as_ref().into()),
+            predicate.map(NamedNode::as_ref),
+            None,
+            Some(g.as_ref()),
+        )
+        .collect::<Result<_, _>>()?)
+}
+
+/// Removes the quads of `subject` (with `predicate`, when given) from `graph`.
+pub(in crate::intake) fn remove_quads(
+    tx: &mut Transaction<'_>,
+    subject: &NamedNode,
+    predicate: Option<&NamedNode>,
+    graph: &NamedNode,
+) -> Result<()> {
+    for quad in subject_quads(tx, subject, predicate, graph)? {
+        tx.remove(&quad);
+    }
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! The checks of an expanded activity: its keys, its type's shape (which reaches the actor,
+//! the object and the target), the D23B vocabulary under the object, and the node's reserved
+//! IRIs.
+
+use std::collections::HashSet;
+
+use oxigraph::model::{NamedNode, NamedOrBlankNode, Term, Triple};
+use serde_json::{Map, Value};
+
+use super::activity::{self, Activity, Kind};
+use super::prepare::Roots;
+use super::shapes::{Failure, Index};
+use super::Intake;
+use crate::jsonld::Expansion;
+use crate::store::graphs;
+
+const AS: &str = "https://www.w3.org/ns/activitystreams#";
+
+impl Intake {
+    pub(super) fn check(
+        &self,
+        activity: &Activity,
+        expansion: &Expansion,
+        roots: &Roots,
+        minted: &[&NamedOrBlankNode],
+    ) -> Vec<Failure> {
+        let index = Index::new(expansion);
+        let mut failures = Vec::new();
+        // The record is looked up by these: a JSON number passes the shapes (the context
+        // coerces it to an xsd:string literal) but would key the record by nothing.
+        let keys: &[(&str, Option<&Map<String, Value>>)] = match activity.kind {
+            Kind::Create | Kind::Update => &[
+                ("object.globalId", Some(activity.object())),
+                ("object.identifier", Some(activity.object())),
+            ],
+            Kind::Add => &[("target.globalId", activity.target())],
+        };
+        for (path, holder) in keys {
+            let name = path.rsplit('.').next().unwrap_or(path);
+            if let Some(value) = holder.and_then(|h| h.get(name)) {
+                if !activity::is_string_or_value_object(value) {
+                    failures.push(Failure {
+                        path: (*path).into(),
+                        constraint: "string or value object".into(),
+                        value: Some(value.to_string()),
+                        message: format!(
+                            "{path} must be a JSON string or a JSON-LD value object with a string \
+                             @value"
+                        ),
+                    });
+                }
+            }
+        }
+        // The activity is validated by its type's shape (activity.ttl), which reaches the
+        // actor, the object and the target through their properties.
+        let class = NamedNode::new_unchecked(format!("{AS}{}", activity.kind.as_str()));
+        match self.shapes.shape_for_class(class.as_ref()) {
+            Some(shape) => self
+                .shapes
+                .validate(&index, shape, &roots.activity, "", &mut failures),
+            None => failures.push(Failure {
+                path: "type".into(),
+                constraint: "sh:targetClass".into(),
+                value: Some(activity.kind.as_str().into()),
+                message: format!("no shape for {} activities", activity.kind.as_str()),
+            }),
+        }
+        // Every D23B property under the object is a known one of the kind the context gives.
+        let objects = objects_of(expansion, &roots.activity);
+        let object_root = roots
+            .object
+            .clone()
+            .filter(|o| objects.iter().any(|t| **t == Term::from(o.clone())));
+        if let Some(root) = &object_root {
+            let dropped: Vec<String> = expansion
+                .dropped
+                .iter()
+                .filter(|p| p.starts_with("object."))
+                .cloned()
+                .collect();
+            self.shapes
+                .check_vocabulary(&index, root, "object", &dropped, &mut failures);
+        }
+        reserved_iris(expansion, minted, &mut failures);
+        failures
+    }
+}
+
+/// The node's own namespaces are its bookkeeping: the reads trust `dsn:contributor`,
+/// `dsn:consignment` and the minted `urn:dataspace-node:` nodes to be written by the node only.
+/// A caller who could send them could make its data pose as another organisation's, so any
+/// IRI in them, other than the roots the node minted for this activity, fails the activity.
+fn reserved_iris(expansion: &Expansion, minted: &[&NamedOrBlankNode], out: &mut Vec<Failure>) {
+    let allowed = |iri: &oxigraph::model::NamedNode| {
+        let node = NamedOrBlankNode::from(iri.clone());
+        let reserved = iri.as_str().starts_with(graphs::MINTED_PREFIX)
+            || iri.as_str().starts_with("https://w3id.org/dataspace-node/");
+        !reserved || minted.contains(&&node)
+    };
+    let mut seen = HashSet::new();
+    for t in &expansion.triples {
+        let subject = match &t.subject {
+            NamedOrBlankNode::NamedNode(s) => Some(s),
+            NamedOrBlankNode::BlankNode(_) => None,
+        };
+        let object = match &t.object {
+            Term::NamedNode(o) => Some(o),
+            _ => None,
+        };
+        for iri in [subject, Some(&t.predicate), object].into_iter().flatten() {
+            if !allowed(iri) && seen.insert(iri.as_str().to_owned()) {
+                out.push(Failure {
+                    path: "object".into(),
+                    constraint: "reserved IRI".into(),
+                    value: Some(iri.as_str().to_owned()),
+                    message: format!(
+                        "{} is in the node's own namespace; activities cannot use it",
+                        iri.as_str()
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// The objects of the activity node (`as:object`).
+fn objects_of<'e>(expansion: &'e Expansion, activity: &NamedOrBlankNode) -> Vec<&'e Term> {
+    let as_object = format!("{AS}object");
+    expansion
+        .triples
+        .iter()
+        .filter(|t: &&Triple| t.subject == *activity && t.predicate.as_str() == as_object)
+        .map(|t| &t.object)
+        .collect()
+}

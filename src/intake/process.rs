@@ -1,0 +1,183 @@
+//! The inbox write: a replay answered at once, a document's content taken before the
+//! transaction, then one transaction that applies the activity (or fails its task) and writes
+//! its log entry.
+
+use std::time::Instant;
+
+use oxigraph::store::Transaction;
+use serde_json::Value;
+
+use super::activity::{Activity, Kind};
+use super::apply::Apply;
+use super::entries::{remove_entry, write_entry};
+use super::log::{Entry, TaskError};
+use super::prepare::Prepared;
+use super::{Intake, Outcome, Timings};
+use crate::auth::Caller;
+use crate::consignment::ports;
+use crate::documents::Content;
+use crate::error::Result;
+use crate::store::{graphs, Events};
+
+/// A document's content as taken before the transaction: `Err` is the task's error message.
+type Taken = Option<std::result::Result<Content, String>>;
+
+/// One activity on its way into the write transaction.
+struct Pending<'a> {
+    caller: &'a Caller,
+    prepared: &'a Prepared,
+    content: &'a Taken,
+    started_at: &'a str,
+}
+
+impl Intake {
+    /// Processes one inbox body for `caller`. Request errors are `Err`; everything else,
+    /// task failures included, is an entry. Blocking (CPU and store work).
+    pub fn process(&self, caller: &Caller, body: &[u8]) -> Result<Outcome> {
+        let mut timings = Timings::default();
+        let started_at = crate::consignment::now();
+        let prepared = self.prepare(caller, body, &mut timings)?;
+
+        // Replays of an applied activity are answered before any other work. A failed one is
+        // processed again (nothing of it was applied), and its entry replaced.
+        if let Some(entry) = self.entry(&caller.organization, &prepared.entry_id)? {
+            if !entry.failed() {
+                return Ok(Outcome {
+                    entry,
+                    created: false,
+                    timings,
+                });
+            }
+        }
+
+        let t = Instant::now();
+        let content = if prepared.failures.is_empty() {
+            self.take_content(caller, &prepared.activity)?
+        } else {
+            None
+        };
+        timings.fetch = t.elapsed();
+
+        let t = Instant::now();
+        let pending = Pending {
+            caller,
+            prepared: &prepared,
+            content: &content,
+            started_at: &started_at,
+        };
+        // Committed: the new consignment joins its organisation's list, routing's shares and
+        // notifications their indexes — the models registered with the store apply the events.
+        let ((entry, created), events) = self
+            .store
+            .commit(|tx, events| self.write(&pending, tx, events))?;
+        timings.store = t.elapsed();
+        timings.route = events.routing;
+        Ok(Outcome {
+            entry,
+            created,
+            timings,
+        })
+    }
+
+    /// The transaction of one activity, under the writer lock: its entry (and whether it is
+    /// new).
+    fn write(
+        &self,
+        pending: &Pending<'_>,
+        tx: &mut Transaction<'_>,
+        events: &mut Events,
+    ) -> Result<(Entry, bool)> {
+        let p = pending.prepared;
+        let log_node = graphs::minted("activity-log", &p.entry_id);
+        let activities_graph = graphs::activities(&pending.caller.organization);
+        // Taken under the writer lock: creation times increase strictly in commit order, so
+        // the lists (newest first by creation time) keep commit order, even for Creates
+        // within one millisecond, and across restarts (the time is stored).
+        let now = self.store.stamp();
+        // Checked again under the writer lock: two identical posts racing apply once.
+        let previous = self.entry_in(tx, &activities_graph, &log_node)?;
+        if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
+            return Ok((existing.clone(), false));
+        }
+        if previous.is_some() {
+            remove_entry(tx, &activities_graph, &log_node)?;
+        }
+        let now = crate::consignment::format_millis(now);
+        let outcome = self.apply(pending, tx, events, &now)?;
+        if outcome.is_err() {
+            // The task failed: its log entry is written, and nothing else counts.
+            events.clear();
+        }
+        let entry = Entry::new(
+            p.entry_id.clone(),
+            self.identity.node_did(),
+            pending.started_at.to_owned(),
+            crate::consignment::now(),
+            outcome,
+            p.warnings.clone(),
+        );
+        write_entry(tx, &activities_graph, &log_node, &entry)?;
+        Ok((entry, true))
+    }
+
+    /// The task's outcome: the statements written, or why nothing was.
+    fn apply(
+        &self,
+        pending: &Pending<'_>,
+        tx: &mut Transaction<'_>,
+        events: &mut Events,
+        now: &str,
+    ) -> Result<std::result::Result<i64, TaskError>> {
+        let p = pending.prepared;
+        if !p.failures.is_empty() {
+            return Ok(Err(TaskError::validation(&p.failures)));
+        }
+        if let Some(Err(message)) = pending.content {
+            return Ok(Err(TaskError::document(message.clone())));
+        }
+        let apply = Apply {
+            caller: pending.caller,
+            activity: &p.activity,
+            expansion: &p.expansion,
+            object_root: &p.object_root,
+            object_id: &p.object_id,
+            activity_root: &p.activity_root,
+            entry_id: &p.entry_id,
+            activity_hash: &p.activity_hash,
+            ports: &p.ports,
+            credentials: &self.credentials,
+            queries: &self.queries,
+            codes: &self.codes,
+            sharing: &self.sharing,
+            content: pending.content.as_ref().and_then(|c| c.as_ref().ok()),
+            attestor: self.documents.attestor(),
+            now,
+        };
+        apply.run(tx, events)
+    }
+
+    /// A document's content, taken before the transaction so that its blob is durable before
+    /// any record names it, and the writer lock is never held across a fetch. `None` when the
+    /// activity adds no document, or adds one to a consignment the caller cannot reach (the
+    /// transaction then fails the task without anything being fetched); `Some(Err)` is the
+    /// task's error.
+    fn take_content(&self, caller: &Caller, activity: &Activity) -> Result<Taken> {
+        let object = activity.object();
+        if activity.kind != Kind::Add
+            || object.get("type").and_then(Value::as_str) != Some("Document")
+        {
+            return Ok(None);
+        }
+        let target = activity
+            .target()
+            .and_then(|t| ports::string_value(t.get("globalId")))
+            .unwrap_or_default();
+        if !self.owns(caller, target)? && self.shared_matches(caller, target)? == 0 {
+            return Ok(None);
+        }
+        let uri = ports::string_value(object.get("uRIId")).unwrap_or_default();
+        // Intake runs on a blocking thread (see the inbox handler), which may wait on a future.
+        let handle = tokio::runtime::Handle::current();
+        Ok(Some(handle.block_on(self.documents.acquire(uri))))
+    }
+}
