@@ -40,6 +40,7 @@ use serde_json::Value;
 
 use crate::consignment::cursor::Cursors;
 use crate::consignment::listing::{self, Listing};
+use crate::consignment::ConsignmentRef;
 use crate::error::Result;
 use crate::federation::notice as federation_notice;
 use crate::federation::Federation;
@@ -53,15 +54,9 @@ use policy::Policy;
 
 /// The consignment being routed.
 pub struct Routed<'a> {
-    pub consignment: &'a NamedNode,
-    pub aig_hex: &'a str,
-    pub global_id: &'a str,
-    pub identifier: &'a str,
-    pub publisher: &'a str,
+    pub consignment: &'a ConsignmentRef,
     /// The record's creation time (its list key).
     pub created: &'a str,
-    /// The publisher's contribution graph: the dataset the notification names.
-    pub graph: &'a NamedNode,
     /// The ConsignmentSummary columns, built only when a partner node is notified.
     pub summary: Box<dyn Fn() -> Value + 'a>,
 }
@@ -71,12 +66,7 @@ impl<'a> Routed<'a> {
     pub fn subject(&self, dataset: &'a str) -> federation_notice::Subject<'a> {
         federation_notice::Subject {
             dataset,
-            consignment: crate::consignment::ConsignmentRef {
-                aig_hex: self.aig_hex.to_owned(),
-                global_id: self.global_id.to_owned(),
-                identifier: self.identifier.to_owned(),
-                publisher: self.publisher.to_owned(),
-            },
+            consignment: self.consignment.clone(),
             created: self.created,
         }
     }

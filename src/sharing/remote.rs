@@ -178,20 +178,20 @@ impl Sharing {
         now: &str,
         events: &mut Events,
     ) -> Result<()> {
-        if !self.federation.is_remote(c.publisher) {
+        if !self.federation.is_remote(c.consignment.publisher.as_str()) {
             return Ok(());
         }
-        let dataset = graphs::contribution(c.aig_hex, org);
+        let dataset = graphs::contribution(&c.consignment.aig_hex, org);
         let body = notice::build(
             Kind::Contribution,
             org,
-            c.publisher,
+            c.consignment.publisher.as_str(),
             &c.subject(dataset.as_str()),
             None,
             None,
             now,
         );
-        self.queue(tx, org, c.publisher, body, events);
+        self.queue(tx, org, c.consignment.publisher.as_str(), body, events);
         Ok(())
     }
 

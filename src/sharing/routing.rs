@@ -45,9 +45,10 @@ impl Sharing {
         events: &mut Events,
     ) -> Result<()> {
         let matches = self.policy_set().route(facts);
+        let (record, dataset) = (c.consignment.node(), c.consignment.graph());
         let mut notified: HashSet<String> = HashSet::new();
         for (org, uid) in matches {
-            if org == c.publisher {
+            if org == c.consignment.publisher {
                 continue;
             }
             let org_node = NamedNode::new_unchecked(&org);
@@ -55,42 +56,42 @@ impl Sharing {
             // are most of what routing costs (docs/PERFORMANCE.md). Writing a grant that
             // exists (an Update routed again) changes nothing, so it is not looked up first.
             tx.insert(&Quad::new(
-                c.consignment.clone(),
+                record.clone(),
                 dsn("sharedWith"),
                 org_node.clone(),
                 GraphName::NamedNode(graphs::grants(&uid)),
             ));
-            let member = quad(c.consignment.clone(), dsn("sharedWith"), org_node);
+            let member = quad(record.clone(), dsn("sharedWith"), org_node);
             if notified.contains(&org) || has(tx, &member)? {
                 continue;
             }
             tx.insert(&member);
-            readable::member_added(tx, c.consignment, c.aig_hex, &org)?;
+            readable::member_added(tx, &record, &c.consignment.aig_hex, &org)?;
             notified.insert(org.clone());
             if self.federation.is_remote(&org) {
                 // The grant above is what the provider checks when the partner node pulls.
                 let body = federation_notice::build(
                     Kind::Share,
-                    c.publisher,
+                    c.consignment.publisher.as_str(),
                     &org,
-                    &c.subject(c.graph.as_str()),
+                    &c.subject(dataset.as_str()),
                     Some(&uid),
                     Some((c.summary)()),
                     now,
                 );
-                self.queue(tx, c.publisher, &org, body, events);
+                self.queue(tx, c.consignment.publisher.as_str(), &org, body, events);
                 continue;
             }
             let note = json!({
                 "id": null,
                 "type": "ConsignmentShared",
                 "consignment": {
-                    "globalId": c.global_id,
-                    "identifier": c.identifier,
-                    "aigId": format!("aig:{}", c.aig_hex),
+                    "globalId": c.consignment.global_id,
+                    "identifier": c.consignment.identifier,
+                    "aigId": c.consignment.aig_id(),
                 },
-                "provider": c.publisher,
-                "datasetId": c.graph.as_str(),
+                "provider": c.consignment.publisher.as_str(),
+                "datasetId": dataset.as_str(),
                 "policy": uid,
                 "date": now,
             });
@@ -103,7 +104,7 @@ impl Sharing {
                 events.push(Committed::Shared {
                     org,
                     created_ms: ms,
-                    aig: format!("aig:{}", c.aig_hex),
+                    aig: c.consignment.aig_id(),
                 });
             }
         }

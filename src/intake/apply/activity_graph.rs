@@ -55,12 +55,7 @@ impl Apply<'_> {
             literal(self.activity_hash),
             &g,
         );
-        w.add(
-            act.clone(),
-            dsn("consignment"),
-            record.consignment.clone(),
-            &g,
-        );
+        w.add(act.clone(), dsn("consignment"), record.node(), &g);
         w.add(
             act.clone(),
             dsn("logEntry"),

@@ -114,9 +114,9 @@ impl Apply<'_> {
         record: &Record,
         events: &mut Events,
     ) -> Result<()> {
-        let first = Sharing::add_contributor(tx, &record.consignment, self.org())?;
+        let first = Sharing::add_contributor(tx, &record.node(), self.org())?;
         if first {
-            readable::contribution_added(tx, &record.consignment, &record.aig_hex, self.org())?;
+            readable::contribution_added(tx, &record.node(), &record.aig_hex, self.org())?;
         }
         if first && self.sharing.is_remote(&record.publisher) {
             let created = self.created_of(tx, record)?;
@@ -136,12 +136,7 @@ impl Apply<'_> {
         record: &Record,
         object: &Map<String, Value>,
     ) -> Result<()> {
-        w.add(
-            node.clone(),
-            dsn("consignment"),
-            record.consignment.clone(),
-            graph,
-        );
+        w.add(node.clone(), dsn("consignment"), record.node(), graph);
         w.add(
             node.clone(),
             dsn("contributor"),
@@ -169,9 +164,9 @@ impl Apply<'_> {
     /// The record's update time moves with every contribution.
     fn touch(&self, w: &mut Writer<'_, '_>, record: &Record) -> Result<()> {
         let index = graphs::consignment_index();
-        remove_quads(w.tx, &record.consignment, Some(&dsn("updated")), &index)?;
+        remove_quads(w.tx, &record.node(), Some(&dsn("updated")), &index)?;
         w.add(
-            record.consignment.clone(),
+            record.node(),
             dsn("updated"),
             date_literal(self.now),
             &index,
@@ -214,12 +209,7 @@ fn latest_status(
     for q in &old {
         w.tx.remove(q);
     }
-    w.add(
-        status.clone(),
-        dsn("statusOf"),
-        record.consignment.clone(),
-        graph,
-    );
+    w.add(status.clone(), dsn("statusOf"), record.node(), graph);
     w.add(status.clone(), dsn("latestTypeCode"), literal(code), graph);
     w.add(status, dsn("latestAt"), date_literal(at), graph);
     Ok(())

@@ -8,7 +8,7 @@ use super::Apply;
 use crate::error::Result;
 use crate::intake::log::TaskError;
 use crate::sharing::readable;
-use crate::store::{graphs, Committed, Events};
+use crate::store::{Committed, Events};
 
 impl Apply<'_> {
     pub(super) fn create(
@@ -26,30 +26,28 @@ impl Apply<'_> {
         }
         let aig = self.object_id;
         let record = Record {
-            consignment: graphs::consignment(aig),
             publisher: self.org().to_owned(),
             aig_hex: aig.to_owned(),
-            graph: graphs::contribution(aig, self.org()),
             global_id,
             identifier,
         };
         let now = self.now.to_owned();
-        let (object, rest) = self.split(&record.consignment.clone().into());
+        let (object, rest) = self.split(&record.node().into());
         let mut w = Writer::new(tx);
-        w.triples(&object, &record.graph);
+        w.triples(&object, &record.graph());
         self.summary(&mut w, &record, &now, &now);
         self.index(&mut w, &record, &now, &now);
         self.system_event(
             &mut w,
             &record,
-            &record.graph,
+            &record.graph(),
             "Consignment",
             &format!("aig:{aig}"),
             &now,
         );
         self.activity_graph(&mut w, &rest, &record)?;
         let written = w.written;
-        readable::contribution_added(tx, &record.consignment, aig, self.org())?;
+        readable::contribution_added(tx, &record.node(), aig, self.org())?;
         self.route(tx, &record, &now, &now, events)?;
         if let Some(created_ms) = crate::consignment::listing::millis(&now) {
             events.push(Committed::ConsignmentCreated {

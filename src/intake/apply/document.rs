@@ -38,8 +38,7 @@ impl<'a> Apply<'a> {
         };
         let object = self.activity.object();
         let document_id = string_value(object.get("identifier")).unwrap_or_default();
-        let previous =
-            revision::current(self.queries, tx, graph, &record.consignment, document_id)?;
+        let previous = revision::current(self.queries, tx, graph, &record.node(), document_id)?;
         if let Some((_, prev)) = &previous {
             let type_code = string_value(object.get("documentTypeCode")).unwrap_or_default();
             if prev.is_same(content, type_code) {

@@ -5,6 +5,7 @@ use oxigraph::store::Transaction;
 
 use super::writer::subject_quads;
 use super::Apply;
+use crate::consignment::ConsignmentRef;
 use crate::error::Result;
 use crate::rdf::literal;
 use crate::store::graphs;
@@ -12,14 +13,7 @@ use crate::store::Query;
 use crate::vocab::dsn;
 
 /// A consignment record from the system index.
-pub(super) struct Record {
-    pub consignment: NamedNode,
-    pub publisher: String,
-    pub aig_hex: String,
-    pub graph: NamedNode,
-    pub global_id: String,
-    pub identifier: String,
-}
+pub(super) type Record = ConsignmentRef;
 
 impl Apply<'_> {
     /// One of the caller organisation's own consignments, by globalId or identifier.
@@ -35,7 +29,7 @@ impl Apply<'_> {
     pub(super) fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
         let mut found: Vec<Record> = Vec::new();
         for record in self.find(tx, Query::ConsignmentSharedByKey, key)? {
-            if !found.iter().any(|r| r.consignment == record.consignment) {
+            if !found.iter().any(|r| r.aig_hex == record.aig_hex) {
                 found.push(record);
             }
         }
@@ -58,18 +52,13 @@ impl Apply<'_> {
                     Some(Term::Literal(l)) => Some(l.value().to_owned()),
                     _ => None,
                 };
-                let node = |v: &str| match row.get(v) {
-                    Some(Term::NamedNode(n)) => Some(n.clone()),
-                    _ => None,
-                };
                 let aig = text("aig")?;
                 Some(Record {
-                    consignment: node("record")?,
-                    publisher: node("publisher")
-                        .map(NamedNode::into_string)
-                        .unwrap_or_else(|| self.org().to_owned()),
+                    publisher: match row.get("publisher") {
+                        Some(Term::NamedNode(n)) => n.as_str().to_owned(),
+                        _ => self.org().to_owned(),
+                    },
                     aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
-                    graph: node("graph")?,
                     global_id: text("globalId")?,
                     identifier: text("identifier")?,
                 })
@@ -80,7 +69,7 @@ impl Apply<'_> {
     pub(super) fn created_of(&self, tx: &Transaction<'_>, record: &Record) -> Result<String> {
         let found = subject_quads(
             tx,
-            &record.consignment,
+            &record.node(),
             Some(&dsn("created")),
             &graphs::consignment_index(),
         )?

@@ -28,13 +28,8 @@ impl Apply<'_> {
 
     pub(super) fn routed<'r>(&'r self, record: &'r Record, created: &'r str) -> Routed<'r> {
         Routed {
-            consignment: &record.consignment,
-            aig_hex: &record.aig_hex,
-            global_id: &record.global_id,
-            identifier: &record.identifier,
-            publisher: &record.publisher,
+            consignment: record,
             created,
-            graph: &record.graph,
             summary: Box::new(|| {
                 Value::Object(crate::consignment::summary::build(
                     self.activity.object(),

@@ -23,14 +23,14 @@ impl Apply<'_> {
         updated: &str,
     ) {
         let s = graphs::summary(&record.aig_hex);
-        let g = &record.graph;
+        let g = &record.graph();
         w.add(
             s.clone(),
             rdf::TYPE.into_owned(),
             dsn("ConsignmentSummary"),
             g,
         );
-        w.add(s.clone(), dsn("summarizes"), record.consignment.clone(), g);
+        w.add(s.clone(), dsn("summarizes"), record.node(), g);
         w.add(
             s.clone(),
             dsn("aigId"),
@@ -96,7 +96,7 @@ impl Apply<'_> {
         created: &str,
         updated: &str,
     ) {
-        let r = record.consignment.clone();
+        let r = record.node();
         let g = &graphs::consignment_index();
         w.add(
             r.clone(),
@@ -112,7 +112,7 @@ impl Apply<'_> {
         );
         w.add(r.clone(), dsn("globalId"), literal(&record.global_id), g);
         w.add(r.clone(), dsn("identifier"), literal(&record.identifier), g);
-        w.add(r.clone(), dsn("graph"), record.graph.clone(), g);
+        w.add(r.clone(), dsn("graph"), record.graph(), g);
         w.add(r.clone(), dsn("created"), date_literal(created), g);
         w.add(r, dsn("updated"), date_literal(updated), g);
     }

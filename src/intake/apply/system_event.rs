@@ -44,12 +44,7 @@ impl Apply<'_> {
             graph,
         );
         w.add(id.clone(), dsn("typeCode"), literal(type_code), graph);
-        w.add(
-            id.clone(),
-            dsn("consignment"),
-            record.consignment.clone(),
-            graph,
-        );
+        w.add(id.clone(), dsn("consignment"), record.node(), graph);
         w.add(
             id.clone(),
             dsn("source"),

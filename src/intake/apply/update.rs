@@ -33,7 +33,7 @@ impl Apply<'_> {
         };
         for key in [&global_id, &identifier] {
             if let Some(other) = self.lookup(tx, key)? {
-                if other.consignment != old.consignment {
+                if other.aig_hex != old.aig_hex {
                     return Ok(Err(TaskError::conflict(format!(
                         "another consignment of your organisation already uses {key:?}"
                     ))));
@@ -52,13 +52,20 @@ impl Apply<'_> {
         events.push(Committed::RowChanged {
             aig_hex: record.aig_hex.clone(),
         });
-        let (object, rest) = self.split(&record.consignment.clone().into());
+        let (object, rest) = self.split(&record.node().into());
         let mut w = Writer::new(tx);
-        w.triples(&object, &record.graph);
+        w.triples(&object, &record.graph());
         self.summary(&mut w, &record, &created, &now);
         self.index(&mut w, &record, &created, &now);
         let aig_id = format!("aig:{}", record.aig_hex);
-        self.system_event(&mut w, &record, &record.graph, "Consignment", &aig_id, &now);
+        self.system_event(
+            &mut w,
+            &record,
+            &record.graph(),
+            "Consignment",
+            &aig_id,
+            &now,
+        );
         self.activity_graph(&mut w, &rest, &record)?;
         let written = w.written;
         // Only a change of ports routes again; grants already given stay (see `sharing`).
@@ -72,7 +79,7 @@ impl Apply<'_> {
 /// The same facts as the stored summary has them (before an update replaces it).
 fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<Facts> {
     let mut facts = Facts::default();
-    for q in subject_quads(tx, &graphs::summary(&record.aig_hex), None, &record.graph)? {
+    for q in subject_quads(tx, &graphs::summary(&record.aig_hex), None, &record.graph())? {
         let Term::Literal(value) = &q.object else {
             continue;
         };
@@ -91,11 +98,11 @@ fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<Facts> {
 /// Removes a consignment's description (everything reachable from the consignment node in its
 /// graph, stopping at nodes the node minted) and its summary node.
 fn remove_description(tx: &mut Transaction<'_>, record: &Record) -> Result<()> {
-    let graph = GraphName::NamedNode(record.graph.clone());
+    let graph = GraphName::NamedNode(record.graph());
     let mut doomed = Vec::new();
     let mut seen = HashSet::new();
     let summary: NamedOrBlankNode = graphs::summary(&record.aig_hex).into();
-    let mut stack: Vec<NamedOrBlankNode> = vec![record.consignment.clone().into(), summary.clone()];
+    let mut stack: Vec<NamedOrBlankNode> = vec![record.node().into(), summary.clone()];
     while let Some(node) = stack.pop() {
         if !seen.insert(node.clone()) {
             continue;
@@ -117,5 +124,5 @@ fn remove_description(tx: &mut Transaction<'_>, record: &Record) -> Result<()> {
     for quad in &doomed {
         tx.remove(quad);
     }
-    remove_quads(tx, &record.consignment, None, &graphs::consignment_index())
+    remove_quads(tx, &record.node(), None, &graphs::consignment_index())
 }
