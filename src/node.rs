@@ -46,7 +46,6 @@ impl Node {
     /// Opens the store and loads or creates the node's secrets. Blocking.
     pub fn open(config: Config, base_url: &str) -> Result<Self> {
         std::fs::create_dir_all(&config.data_dir)?;
-        let secrets_dir = config.data_dir.join("secrets");
         let NodeSecrets {
             operator_key,
             session_secret,
@@ -54,47 +53,22 @@ impl Node {
         } = NodeSecrets::load(&config)?;
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
-        let store = Arc::new(Store::open(&config.data_dir.join("store"))?);
-        // Before anything reads a graph name: names of earlier data dirs are renamed.
-        crate::store::rekey::run(&store)?;
-        let queries = Arc::new(Queries::load()?);
+        let (store, queries) = store_of(&config)?;
         let accounts = Arc::new(Accounts::open(
             store.clone(),
             queries.clone(),
             identity.clone(),
         )?);
-        let auth = Auth::new(
-            &operator_key,
-            Sessions::new(session_secret.as_bytes(), config.session_lifetime()),
-            config.login_max_failures,
-            config.login_window(),
-            accounts.clone(),
-        )?;
+        let auth = auth_of(&config, &operator_key, &session_secret, accounts.clone())?;
         let codes = Arc::new(CodeLists::load()?);
         let listing = Arc::new(Listing::load(&store, &queries)?);
-        let countries = Arc::new(crate::intake::load_countries()?);
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
-        let link_key = sha2::Sha256::digest(format!("blob-links\n{session_secret}").as_bytes());
-        let documents = Arc::new(Documents::open(
-            &config,
-            &secrets_dir,
-            identity.node_did(),
-            identity.base_url(),
-            &link_key,
-            store.clone(),
-            queries.clone(),
-        )?);
-        let federation = Arc::new(Federation::new(
-            identity.clone(),
-            documents.attestor().signing_key().clone(),
-            &config.federation_partners,
-            &config.federation_allow_http,
-            std::time::Duration::from_millis(config.federation_timeout_ms),
-            std::time::Duration::from_secs(config.federation_cache_secs),
-        )?);
+        let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
+        let federation = federation_of(&config, &identity, &documents)?;
         if config.rebuild_markers {
             crate::sharing::readable::invalidate(&store)?;
         }
+        let countries = Arc::new(crate::intake::load_countries()?);
         let sharing = Arc::new(Sharing::open(
             store.clone(),
             queries.clone(),
@@ -207,4 +181,63 @@ fn sparql_of(
             organization: config.sparql_max_concurrent_per_org.max(1),
         },
     )
+}
+
+fn auth_of(
+    config: &Config,
+    operator_key: &str,
+    session_secret: &str,
+    accounts: Arc<Accounts>,
+) -> Result<Auth> {
+    Auth::new(
+        operator_key,
+        Sessions::new(session_secret.as_bytes(), config.session_lifetime()),
+        config.login_max_failures,
+        config.login_window(),
+        accounts,
+    )
+}
+
+/// Partner nodes, with the node's attestation key as its signing key.
+fn federation_of(
+    config: &Config,
+    identity: &Arc<NodeIdentity>,
+    documents: &Documents,
+) -> Result<Arc<Federation>> {
+    Ok(Arc::new(Federation::new(
+        identity.clone(),
+        documents.attestor().signing_key().clone(),
+        &config.federation_partners,
+        &config.federation_allow_http,
+        std::time::Duration::from_millis(config.federation_timeout_ms),
+        std::time::Duration::from_secs(config.federation_cache_secs),
+    )?))
+}
+
+/// The store, its data dir's graph names brought up to date, and the node's queries.
+fn store_of(config: &Config) -> Result<(Arc<Store>, Arc<Queries>)> {
+    let store = Arc::new(Store::open(&config.data_dir.join("store"))?);
+    // Before anything reads a graph name: names of earlier data dirs are renamed.
+    crate::store::rekey::run(&store)?;
+    Ok((store, Arc::new(Queries::load()?)))
+}
+
+/// Document bytes, links signed with a key derived from the session secret.
+fn documents_of(
+    config: &Config,
+    identity: &NodeIdentity,
+    store: &Arc<Store>,
+    queries: &Arc<Queries>,
+    session_secret: &str,
+) -> Result<Arc<Documents>> {
+    let link_key = sha2::Sha256::digest(format!("blob-links\n{session_secret}").as_bytes());
+    Ok(Arc::new(Documents::open(
+        config,
+        &config.data_dir.join("secrets"),
+        identity.node_did(),
+        identity.base_url(),
+        &link_key,
+        store.clone(),
+        queries.clone(),
+    )?))
 }
