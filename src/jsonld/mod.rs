@@ -279,11 +279,13 @@ impl Default for Contexts {
 /// string (a simple term definition).
 type RawTerm<'a> = (&'a str, Option<&'a str>, Option<&'a str>, bool);
 
-/// Compiles one context document's term definitions. Every IRI is made absolute against the
-/// document's own prefixes.
-fn compile(url: &str, ctx: &Map<String, Value>) -> Result<ContextDoc, String> {
+/// A context's `@vocab` and its term definitions as written, before any IRI is made absolute
+/// (compact IRIs may use prefixes defined anywhere in the document).
+fn raw_terms<'c>(
+    url: &str,
+    ctx: &'c Map<String, Value>,
+) -> Result<(Option<String>, HashMap<&'c str, RawTerm<'c>>), String> {
     let mut vocab = None;
-    // Raw definitions first, so compact IRIs can use prefixes defined anywhere in the document.
     let mut raw: HashMap<&str, RawTerm<'_>> = HashMap::new();
     for (term, def) in ctx {
         match (term.as_str(), def) {
@@ -309,6 +311,13 @@ fn compile(url: &str, ctx: &Map<String, Value>) -> Result<ContextDoc, String> {
             (t, _) => return Err(format!("{url}: unsupported definition of {t}")),
         }
     }
+    Ok((vocab, raw))
+}
+
+/// Compiles one context document's term definitions. Every IRI is made absolute against the
+/// document's own prefixes.
+fn compile(url: &str, ctx: &Map<String, Value>) -> Result<ContextDoc, String> {
+    let (vocab, raw) = raw_terms(url, ctx)?;
     let absolute = |value: &str| -> Result<String, String> {
         if value.starts_with('@') || value.starts_with("_:") {
             return Ok(value.to_owned());

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use oxigraph::model::NamedNode;
 use serde_json::{json, Value};
 
 use super::{instant, Item, ListPlan, Part, Parts, Read, Views, Visible};
@@ -125,23 +126,9 @@ impl Views {
         ) else {
             return Err(not_found());
         };
-        let owner = if graphs::org_key(&publisher) == key {
-            publisher.clone()
-        } else {
-            self.sharing
-                .contributors(&record)?
-                .into_iter()
-                .find(|c| graphs::org_key(c) == key)
-                .ok_or_else(not_found)?
-        };
-        // Only what this node holds itself is served: never a dataset pulled from elsewhere.
-        if self.sharing.is_remote(&owner) {
-            return Err(not_found());
-        }
-        let allowed = requester == publisher || self.sharing.is_shared_with(&record, requester)?;
-        if !allowed || requester == owner {
-            return Err(not_found());
-        }
+        let owner = self
+            .dataset_owner(&record, &publisher, key, requester)?
+            .ok_or_else(not_found)?;
         // The publisher's dataset also carries what the circle's other members on this node
         // contributed: the partner would read it here as a member of the circle.
         let mut held = vec![graphs::contribution(hex, &owner)];
@@ -192,5 +179,30 @@ impl Views {
             out["payload"] = parts.payload.unwrap_or(Value::Null);
         }
         Ok(out)
+    }
+
+    /// Who wrote the dataset keyed `key` of consignment `record`, when `requester` may pull it:
+    /// an organisation of this node (never a dataset pulled from elsewhere), in the circle
+    /// with the requester, and not the requester itself.
+    fn dataset_owner(
+        &self,
+        record: &NamedNode,
+        publisher: &str,
+        key: &str,
+        requester: &str,
+    ) -> Result<Option<String>> {
+        let owner = if graphs::org_key(publisher) == key {
+            Some(publisher.to_owned())
+        } else {
+            self.sharing
+                .contributors(record)?
+                .into_iter()
+                .find(|c| graphs::org_key(c) == key)
+        };
+        let Some(owner) = owner.filter(|o| !self.sharing.is_remote(o)) else {
+            return Ok(None);
+        };
+        let allowed = requester == publisher || self.sharing.is_shared_with(record, requester)?;
+        Ok((allowed && requester != owner).then_some(owner))
     }
 }
