@@ -13,6 +13,7 @@ use std::sync::RwLock;
 use oxigraph::model::Term;
 
 use crate::error::Result;
+use crate::rdf::text;
 use crate::store::Query;
 use crate::store::{Committed, Queries, ReadModel, Store};
 
@@ -65,12 +66,9 @@ impl Listing {
         let listing = Self::default();
         let mut newest = 0;
         queries.each(store, Query::ConsignmentRecords, &[], |row| {
-            let text = |v: &str| match row.get(v) {
-                Some(Term::Literal(l)) => Some(l.value().to_owned()),
-                Some(Term::NamedNode(n)) => Some(n.as_str().to_owned()),
-                _ => None,
-            };
-            if let (Some(org), Some(aig), Some(at)) = (text("org"), aig_of(&row), text("created")) {
+            if let (Some(org), Some(aig), Some(at)) =
+                (text(&row, "org"), aig_of(&row), text(&row, "created"))
+            {
                 if let Some(ms) = millis(&at) {
                     newest = newest.max(ms);
                     listing.insert(&org, (ms, aig));

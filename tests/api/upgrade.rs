@@ -4,7 +4,7 @@
 use dataspace_node::store::{graphs, rekey, Store};
 use oxigraph::model::{GraphNameRef, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
 use reqwest::StatusCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::common::*;
 
@@ -118,15 +118,7 @@ fn downgrade(store: &Store, orgs: &[&str]) -> usize {
 #[tokio::test]
 async fn a_data_dir_keyed_by_id_segments_is_renamed_at_start_up() {
     let node = TestNode::start().await;
-    let operator = Operator::new(&node).await;
-    let trader = Session::new(&node, "trader@forwarder.example").await;
-    let agency = Session::new(&node, "officer@kra.example").await;
-    operator
-        .policy(
-            &node,
-            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
+    let (_operator, trader, agency) = kenya_circle(&node).await;
     trader.publish_example(&node, "create-consignment").await;
     assert_completed(&agency.publish(&node, &inspection(agency.org())).await);
     let before = reads(&node, &trader, &agency).await;

@@ -7,7 +7,7 @@ use super::writer::subject_quads;
 use super::Apply;
 use crate::consignment::ConsignmentRef;
 use crate::error::Result;
-use crate::rdf::literal;
+use crate::rdf::{literal, text};
 use crate::store::graphs;
 use crate::store::Query;
 use crate::vocab::dsn;
@@ -48,19 +48,12 @@ impl Apply<'_> {
         Ok(rows
             .iter()
             .filter_map(|row| {
-                let text = |v: &str| match row.get(v) {
-                    Some(Term::Literal(l)) => Some(l.value().to_owned()),
-                    _ => None,
-                };
-                let aig = text("aig")?;
+                let aig = text(row, "aig")?;
                 Some(Record {
-                    publisher: match row.get("publisher") {
-                        Some(Term::NamedNode(n)) => n.as_str().to_owned(),
-                        _ => self.org().to_owned(),
-                    },
+                    publisher: text(row, "publisher").unwrap_or_else(|| self.org().to_owned()),
                     aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
-                    global_id: text("globalId")?,
-                    identifier: text("identifier")?,
+                    global_id: text(row, "globalId")?,
+                    identifier: text(row, "identifier")?,
                 })
             })
             .collect())
