@@ -10,12 +10,16 @@ if ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 && ! ldconfig -p 2>/dev
 fi
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
+# The replica tests (tests/api/replica.rs) run a real Virtuoso 7 as a child process. The
+# server binary alone: no init script, no system service, nothing listening until a test
+# starts it on its own loopback ports.
+command -v virtuoso-t >/dev/null 2>&1 || need_apt+=(virtuoso-opensource-7-bin)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust (rustup) first" >&2

@@ -158,6 +158,52 @@ pub struct Config {
         default_value_t = 0
     )]
     pub federation_cache_secs: u64,
+
+    #[command(flatten)]
+    pub replica: ReplicaConfig,
+}
+
+/// A SPARQL engine the node mirrors its contribution graphs and readable-graph markers into,
+/// and answers analysts' queries from (`replica`). Unset: no replica.
+#[derive(Args, Debug, Clone)]
+pub struct ReplicaConfig {
+    /// The replica's SPARQL 1.1 query endpoint (Virtuoso: `http://HOST:8890/sparql`).
+    #[arg(long, env = "DATASPACE_NODE_REPLICA_QUERY_URL")]
+    pub replica_query_url: Option<String>,
+
+    /// The replica's SPARQL 1.1 update endpoint (Virtuoso: `http://HOST:8890/sparql-auth`,
+    /// with Digest authentication). Defaults to the query endpoint.
+    #[arg(long, env = "DATASPACE_NODE_REPLICA_UPDATE_URL")]
+    pub replica_update_url: Option<String>,
+
+    /// User for the replica's endpoints (HTTP Basic or Digest, as the replica asks).
+    #[arg(long, env = "DATASPACE_NODE_REPLICA_USER")]
+    pub replica_user: Option<String>,
+
+    /// Password of --replica-user.
+    #[arg(long, env = "DATASPACE_NODE_REPLICA_PASSWORD", hide_env_values = true)]
+    pub replica_password: Option<String>,
+
+    /// Longest replication lag, in milliseconds, at which `/sparql` still answers from the
+    /// replica; beyond it the embedded store answers.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_REPLICA_MAX_LAG_MS",
+        default_value_t = 5000
+    )]
+    pub replica_max_lag_ms: u64,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        Self {
+            replica_query_url: None,
+            replica_update_url: None,
+            replica_user: None,
+            replica_password: None,
+            replica_max_lag_ms: 5000,
+        }
+    }
 }
 
 impl Config {
@@ -190,6 +236,7 @@ impl Config {
             federation_allow_http: Vec::new(),
             federation_timeout_ms: 2000,
             federation_cache_secs: 0,
+            replica: ReplicaConfig::default(),
         }
     }
 

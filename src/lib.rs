@@ -21,6 +21,8 @@
 //! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
 //!   notices (outbox) and datasets pulled at read time.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
+//! - [`replica`]: an external SPARQL engine mirroring the contribution graphs (replication
+//!   log, shipping, sync and verify) that answers analysts when close enough behind.
 //! - [`store`]: the Oxigraph store, its named graphs and the SPARQL of `queries/*.rq`; export
 //!   and import of the whole store (`store::backup`).
 //! - [`vocab`]: the node's namespace and its published vocabulary (`vocab/`, `GET /ns`).
@@ -42,6 +44,7 @@ pub mod intake;
 pub mod jsonld;
 pub mod node;
 pub mod rdf;
+pub mod replica;
 pub mod secrets;
 pub mod sharing;
 pub mod sparql;
@@ -95,6 +98,10 @@ pub async fn run(
             tracing::error!(error = %e, "outbox delivery stopped");
         }
     });
+    let replicating = node.replica.clone().map(|replica| {
+        let closing = node.closing.subscribe();
+        tokio::spawn(replica.run(closing))
+    });
     let flushing = node.clone();
     let mut closed = node.closing.subscribe();
     let flusher = tokio::spawn(async move {
@@ -129,6 +136,10 @@ pub async fn run(
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
     let _ = flusher.await;
+    if let Some(task) = replicating {
+        // Unshipped entries stay in the store's log for the next start.
+        let _ = task.await;
+    }
     let store = node.store.clone();
     tokio::task::spawn_blocking(move || store.flush()).await??;
     tracing::info!("stopped; store flushed");

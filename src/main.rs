@@ -27,6 +27,33 @@ enum Command {
     /// Load an export into a data dir whose store is empty or absent. The node must be
     /// stopped. Copy blobs/ and secrets/ of the backup into the data dir before starting it.
     Import(ImportArgs),
+    /// The SPARQL replica (`--replica-query-url`): fill it from the store, or compare the two.
+    /// The node must be stopped.
+    Replica(ReplicaArgs),
+}
+
+#[derive(Args)]
+struct ReplicaArgs {
+    #[command(subcommand)]
+    action: ReplicaAction,
+}
+
+#[derive(Subcommand)]
+enum ReplicaAction {
+    /// Replace everything the replica holds of the node with the store's graphs.
+    Sync(ReplicaTarget),
+    /// Compare each replicated graph (triple count, hash of a canonical form) with the store;
+    /// print the differences; exit 1 when there are any (2 when it could not compare).
+    Verify(ReplicaTarget),
+}
+
+#[derive(Args)]
+struct ReplicaTarget {
+    /// Directory holding the store.
+    #[arg(long, env = "DATASPACE_NODE_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
+    #[command(flatten)]
+    replica: dataspace_node::config::ReplicaConfig,
 }
 
 #[derive(Args)]
@@ -88,6 +115,7 @@ async fn cli() -> std::process::ExitCode {
                 a.output.as_deref(),
             ))
         }
+        Command::Replica(a) => return replica(a).await,
         Command::Import(a) => {
             return report(backup::import_command(
                 &a.data_dir,
@@ -121,6 +149,43 @@ fn report(result: Result<String, backup::BackupError>) -> std::process::ExitCode
             eprintln!("dataspace-node: error: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+async fn replica(a: ReplicaArgs) -> std::process::ExitCode {
+    use dataspace_node::replica::command;
+    match a.action {
+        ReplicaAction::Sync(t) => match command::sync(t.data_dir, t.replica).await {
+            Ok(done) => {
+                eprintln!("dataspace-node: {done}");
+                std::process::ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("dataspace-node: error: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        },
+        ReplicaAction::Verify(t) => match command::verify(t.data_dir, t.replica).await {
+            Ok((differences, unshipped)) => {
+                for d in &differences {
+                    println!("{d}");
+                }
+                if unshipped > 0 {
+                    eprintln!("dataspace-node: {unshipped} logged changes are not shipped yet");
+                }
+                if differences.is_empty() {
+                    eprintln!("dataspace-node: the replica holds what the store holds");
+                    std::process::ExitCode::SUCCESS
+                } else {
+                    eprintln!("dataspace-node: {} graphs differ", differences.len());
+                    std::process::ExitCode::FAILURE
+                }
+            }
+            Err(e) => {
+                eprintln!("dataspace-node: error: {e}");
+                std::process::ExitCode::from(2)
+            }
+        },
     }
 }
 

@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::federation::Federation;
 use crate::identity::NodeIdentity;
 use crate::intake::Intake;
+use crate::replica::Replica;
 use crate::secrets;
 use crate::sharing::Sharing;
 use crate::sparql::Sparql;
@@ -35,6 +36,8 @@ pub struct Node {
     pub documents: Arc<Documents>,
     pub sparql: Sparql,
     pub federation: Arc<Federation>,
+    /// The SPARQL engine mirroring the contribution graphs, when one is configured.
+    pub replica: Option<Arc<Replica>>,
     /// The node's vocabulary, served at `/ns`.
     pub vocabulary: Vocabulary,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
@@ -67,7 +70,11 @@ impl Node {
         let federation = federation_of(&config, &identity, &documents)?;
         if config.rebuild_markers {
             crate::sharing::readable::invalidate(&store)?;
+            // Markers rewritten wholesale are not in the replication log: a full sync follows.
+            crate::replica::log::forget(&store)?;
         }
+        // Before any write it must log (the markers' rebuild in `Sharing::open` included).
+        let replica = Replica::open(&store, &config.replica)?;
         let countries = Arc::new(crate::intake::load_countries()?);
         let sharing = Arc::new(Sharing::open(
             store.clone(),
@@ -100,7 +107,13 @@ impl Node {
             intake.contexts(),
             &cursor_key,
         )?;
-        let sparql = sparql_of(&config, store.clone(), sharing.clone(), listing);
+        let sparql = sparql_of(
+            &config,
+            store.clone(),
+            sharing.clone(),
+            listing,
+            replica.clone(),
+        );
         let vocabulary = Vocabulary::load()?;
         tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
         Ok(Self {
@@ -116,6 +129,7 @@ impl Node {
             documents,
             sparql,
             federation,
+            replica,
             vocabulary,
             closing: tokio::sync::watch::channel(false).0,
         })
@@ -165,6 +179,7 @@ fn sparql_of(
     store: Arc<Store>,
     sharing: Arc<Sharing>,
     listing: Arc<Listing>,
+    replica: Option<Arc<Replica>>,
 ) -> Sparql {
     Sparql::new(
         store,
@@ -181,6 +196,7 @@ fn sparql_of(
             organization: config.sparql_max_concurrent_per_org.max(1),
         },
     )
+    .with_replica(replica)
 }
 
 fn auth_of(

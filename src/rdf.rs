@@ -1,7 +1,17 @@
 //! Small helpers over Oxigraph's terms and query solutions, used at every layer above.
 
-use oxigraph::model::{Literal, NamedNode, Term};
-use oxigraph::sparql::QuerySolution;
+use oxigraph::model::{Literal, NamedNode, Term, Triple};
+use oxigraph::sparql::{QuerySolution, Variable};
+
+/// A SPARQL query's whole answer, from the store or from the replica.
+pub enum Answer {
+    Solutions {
+        variables: Vec<Variable>,
+        rows: Vec<QuerySolution>,
+    },
+    Boolean(bool),
+    Graph(Vec<Triple>),
+}
 
 /// A plain string literal (how ids and dates are stored and bound into queries).
 pub fn literal(s: &str) -> Term {

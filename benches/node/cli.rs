@@ -52,6 +52,15 @@ pub struct Args {
     /// fresh store): load 100,000 consignments once, then measure as often as needed.
     #[arg(long)]
     pub data_dir: Option<std::path::PathBuf>,
+    /// After the main run, mirror its store into this SPARQL engine (`virtuoso`: started here
+    /// from Debian's `virtuoso-opensource-7-bin`) and measure the replica: initial sync, the
+    /// aggregate on the replica against the store and straight on Virtuoso, replication lag
+    /// under Creates, Create with replication on and off.
+    #[arg(long)]
+    pub replica: Option<String>,
+    /// Creates of the replica phase (each run: replication on, then off).
+    #[arg(long, default_value_t = 1000)]
+    pub replica_creates: usize,
     /// Where the figures are written as JSON (to compare runs).
     #[arg(long, default_value = "bench-results.json")]
     pub json: std::path::PathBuf,

@@ -10,6 +10,7 @@ mod client;
 mod intake;
 mod node;
 mod reads;
+mod replica;
 mod report;
 mod routing;
 mod sparql;
@@ -41,7 +42,7 @@ struct Bench<'a> {
     started: Instant,
 }
 
-const EMAIL: &str = "bench@forwarder.example";
+pub const EMAIL: &str = "bench@forwarder.example";
 
 impl Bench<'_> {
     /// The HTTP part: start-up, the floor, the load (or the kept store), memory, reads, SPARQL
@@ -87,6 +88,7 @@ impl Bench<'_> {
         }
         Measured {
             org: client.org.clone(),
+            key: client.key.clone(),
             written,
             inbox,
             sparql,
@@ -169,6 +171,32 @@ impl Bench<'_> {
     }
 }
 
+/// `--replica virtuoso` on the stopped node's data dir.
+async fn replica_phase(args: &Args, dir: &Path, m: &Measured, table: &mut Table, started: Instant) {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .unwrap();
+    let client = Client {
+        http,
+        url: String::new(),
+        key: m.key.clone(),
+        token: String::new(),
+        org: m.org.clone(),
+    };
+    let sparql_reads = args.sparql_reads.unwrap_or(args.reads.min(20)).max(1);
+    replica::measure(
+        dir,
+        client,
+        sparql_reads,
+        args.replica_creates,
+        m.sparql,
+        table,
+        started,
+    )
+    .await;
+}
+
 fn main() {
     let args = Args::parse();
     if let Some(dir) = &args.serve_node {
@@ -209,5 +237,9 @@ fn main() {
     progress(started, "baselines on the store");
     report::figures(&args, &dir, bench.sparql_reads(), &measured, &mut table);
     report::storage(&mut table, measured.consignments, bytes);
+    if let Some(engine) = &args.replica {
+        assert_eq!(engine, "virtuoso", "--replica takes `virtuoso`");
+        client_rt.block_on(replica_phase(&args, &dir, &measured, &mut table, started));
+    }
     report::write(&args, &table, measured.consignments);
 }

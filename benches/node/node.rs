@@ -25,6 +25,12 @@ pub fn serve_node(dir: &std::path::Path) {
         config.api_key = Some(OPERATOR_KEY.into());
         // The aggregate over 100,000 consignments is measured, not guarded against.
         config.sparql_timeout_secs = 600;
+        // `--replica`: the replica phase points the child at Virtuoso through the environment.
+        let var = |k: &str| std::env::var(k).ok();
+        config.replica.replica_query_url = var("DATASPACE_NODE_REPLICA_QUERY_URL");
+        config.replica.replica_update_url = var("DATASPACE_NODE_REPLICA_UPDATE_URL");
+        config.replica.replica_user = var("DATASPACE_NODE_REPLICA_USER");
+        config.replica.replica_password = var("DATASPACE_NODE_REPLICA_PASSWORD");
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
@@ -147,9 +153,15 @@ impl Drop for ChildGuard {
 /// Starts this benchmark again as the node under test on `dir`: the child, its base URL and
 /// its process id.
 pub fn spawn(dir: &std::path::Path) -> (ChildGuard, String, u32) {
+    spawn_with(dir, &[])
+}
+
+/// [`spawn`] with more environment (the replica's `DATASPACE_NODE_REPLICA_*`).
+pub fn spawn_with(dir: &std::path::Path, env: &[(&str, String)]) -> (ChildGuard, String, u32) {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--serve-node")
         .arg(dir)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::piped())
         .spawn()

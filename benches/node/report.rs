@@ -109,6 +109,8 @@ impl Table {
 /// What the HTTP part of the run measured.
 pub struct Measured {
     pub org: String,
+    /// The benchmark organisation's API key (the replica phase logs in again).
+    pub key: String,
     pub written: i64,
     pub inbox: InboxRuns,
     pub sparql: f64,

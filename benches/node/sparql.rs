@@ -8,7 +8,7 @@ use crate::client::Client;
 use crate::stats::p50;
 
 /// The analysts' aggregate of the benchmark: consignments per port of entry per month.
-const AGGREGATE: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#>
+pub const AGGREGATE: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#>
 SELECT ?port ?month (COUNT(?consignment) AS ?consignments) WHERE {
   ?summary dsn:summarizes ?consignment ;
            dsn:portOfEntryCode ?port ;

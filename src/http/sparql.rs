@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::Response;
 use oxigraph::io::{RdfFormat, RdfSerializer};
 use oxigraph::sparql::results::{QueryResultsFormat, QueryResultsSerializer};
@@ -15,6 +15,7 @@ use crate::auth::Caller;
 use crate::consignment::Scope;
 use crate::error::{Error, Result};
 use crate::node::Node;
+use crate::replica::{Failure, Outcome, Replica};
 use crate::sparql::{Answer, Form, Protocol, Sparql};
 
 /// SELECT / ASK results; the first is the default.
@@ -130,6 +131,61 @@ async fn answer(
     let (media_type, _) = negotiate(headers, offers)?;
     // A place among the running queries, held by the evaluation itself (see `Permit`).
     let permit = node.sparql.admit(&caller.organization)?;
+    let lag = node.sparql.replica().map(|r| r.lag_ms());
+    let from_replica = match node.sparql.replica().filter(|r| r.usable()) {
+        Some(replica) => {
+            let text = node.sparql.portable(&caller, scope, &parsed, &protocol)?;
+            on_replica(&node, replica, &text, parsed.form, media_type).await?
+        }
+        None => None,
+    };
+    let (bytes, source) = match from_replica {
+        Some(bytes) => (bytes, "replica"),
+        None => (
+            on_store(&node, permit, caller, scope, parsed, protocol, media_type).await?,
+            "store",
+        ),
+    };
+    let mut response = negotiated(media_type, bytes);
+    let headers = response.headers_mut();
+    headers.insert("sparql-source", HeaderValue::from_static(source));
+    if let Some(lag) = lag {
+        headers.insert("replica-lag-ms", HeaderValue::from(lag));
+    }
+    Ok(response)
+}
+
+/// The answer from the replica, serialised; `None` when the replica failed (the store
+/// answers then). Its time limit and row cap are the store's.
+async fn on_replica(
+    node: &Node,
+    replica: &Replica,
+    text: &str,
+    form: Form,
+    media_type: &'static str,
+) -> Result<Option<Vec<u8>>> {
+    let cap = node.sparql.max_rows();
+    let timeout = node.sparql.timeout();
+    match replica.query(text, form == Form::Graph, timeout, cap).await {
+        // Serialising a large answer is CPU work.
+        Ok(Outcome::Answer(answer)) => Ok(Some(
+            tokio::task::spawn_blocking(move || serialize(answer, media_type)).await??,
+        )),
+        Ok(Outcome::TooMany) => Err(crate::sparql::too_many(cap)),
+        Err(Failure::TimedOut) => Err(crate::sparql::timed_out()),
+        Err(_) => Ok(None),
+    }
+}
+
+async fn on_store(
+    node: &Arc<Node>,
+    permit: crate::sparql::Permit,
+    caller: Caller,
+    scope: Scope,
+    parsed: crate::sparql::Parsed,
+    protocol: Protocol,
+    media_type: &'static str,
+) -> Result<Vec<u8>> {
     // The time limit: the caller is answered when it passes, and the token stops the
     // evaluation (at its next store read, or its next solution: `sparql::guard`).
     let cancel = permit.token.clone();
@@ -153,7 +209,7 @@ async fn answer(
         answer
     });
     let mut closing = node.closing.subscribe();
-    let bytes = tokio::select! {
+    tokio::select! {
         done = work => done?,
         () = tokio::time::sleep(node.sparql.timeout()) => {
             stop.cancel();
@@ -163,8 +219,7 @@ async fn answer(
             stop.cancel();
             Err(Error::Unavailable("the node is shutting down".into()))
         }
-    };
-    Ok(negotiated(media_type, bytes?))
+    }
 }
 
 fn all(params: &[(String, String)], name: &str) -> Vec<String> {

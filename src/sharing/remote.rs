@@ -153,7 +153,7 @@ impl Sharing {
 
     fn receive_contribution(&self, n: &Received, to: NamedNode) -> Result<()> {
         let record = n.consignment.node();
-        self.store.write(|tx| {
+        self.store.commit(|tx, events| {
             if publisher_of(tx, &record)?.as_deref() != Some(to.as_str()) {
                 return Err(Error::NotFound(NO_SUCH_CONSIGNMENT.into()));
             }
@@ -164,8 +164,13 @@ impl Sharing {
                 ));
             }
             tx.insert(&quad(record.clone(), dsn("contributor"), actor));
-            super::readable::contribution_added(tx, &record, &n.consignment.aig_hex, &n.actor)
-        })
+            super::readable::contribution_added(tx, &record, &n.consignment.aig_hex, &n.actor)?;
+            events.push(Committed::CircleChanged {
+                aig_hex: n.consignment.aig_hex.clone(),
+            });
+            Ok(())
+        })?;
+        Ok(())
     }
 
     /// Queues an `Offer` of `org`'s contribution to a consignment provided by an organisation

@@ -17,10 +17,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxigraph::model::{GraphName, NamedNode, Term, Triple};
+use oxigraph::model::{GraphName, NamedNode, Term};
 use oxigraph::sparql::{
     BoundPreparedSparqlQuery, CancellationToken, PreparedSparqlQuery, QueryEvaluationError,
-    QueryResults, QuerySolution, SparqlEvaluator, Variable,
+    QueryResults, SparqlEvaluator,
 };
 use spargebra::SparqlParser;
 
@@ -28,6 +28,7 @@ use crate::auth::Caller;
 use crate::consignment::listing::{id_bits, Listing};
 use crate::consignment::Scope;
 use crate::error::{Error, Result};
+use crate::replica::Replica;
 use crate::sharing::{readable, Sharing};
 use crate::store::{graphs, Store};
 
@@ -40,14 +41,7 @@ pub enum Form {
     Graph,
 }
 
-pub enum Answer {
-    Solutions {
-        variables: Vec<Variable>,
-        rows: Vec<QuerySolution>,
-    },
-    Boolean(bool),
-    Graph(Vec<Triple>),
-}
+pub use crate::rdf::Answer;
 
 /// A parsed query, ready to run.
 pub struct Parsed {
@@ -123,6 +117,7 @@ pub struct Sparql {
     max_rows: usize,
     limits: guard::Limits,
     running: Arc<Running>,
+    replica: Option<Arc<Replica>>,
 }
 
 /// How many queries may run at once, on the node and per organisation.
@@ -190,7 +185,23 @@ impl Sparql {
                 limits: concurrency,
                 state: Default::default(),
             }),
+            replica: None,
         }
+    }
+
+    /// Queries go to `replica` while it is close enough behind the store.
+    pub fn with_replica(mut self, replica: Option<Arc<Replica>>) -> Self {
+        self.replica = replica;
+        self
+    }
+
+    /// The replica queries may go to, when one is configured.
+    pub fn replica(&self) -> Option<&Arc<Replica>> {
+        self.replica.as_ref()
+    }
+
+    pub fn max_rows(&self) -> usize {
+        self.max_rows
     }
 
     /// A place for one more query of `org`, or 429 when the node or the organisation runs as
@@ -276,32 +287,51 @@ impl Sparql {
         cancel: CancellationToken,
     ) -> Result<Answer> {
         let (default, named) = self.datasets(caller, scope, &parsed.query, protocol);
-        // Broad groups join the caller's markers instead of checking each solution; only
-        // when the dataset is all it may read (a `FROM` list is checked against that list).
-        let markers = |set: &Graphs| match set {
-            Graphs::Readable(r) => Some(isolate::Markers {
-                graph: graphs::readable(&r.org),
-                predicate: readable::predicate(),
-                object: readable::scope_marker(r.own, r.shared),
-            }),
-            Graphs::Listed(_) => None,
-        };
         let sources = isolate::Sources {
-            default: markers(&default),
-            named: markers(&named),
+            default: readable_markers(&default),
+            named: readable_markers(&named),
+            portable: None,
         };
-        let query = isolate::rewrite(parsed.query, &|g| named.contains(g), &sources).map_err(
-            |isolate::Refused::Service| {
-                Error::invalid_field(
-                    "query",
-                    "SERVICE is not available: the node makes no outgoing request for a query",
-                )
-            },
-        )?;
+        let query =
+            isolate::rewrite(parsed.query, &|g| named.contains(g), &sources).map_err(refused)?;
         let prepared = self.prepare(guard::rewrite(query), default, named, cancel);
         let (cap, store) = (self.max_rows, self.store.db());
         guard::evaluate(move || collect(prepared.on_store(store), cap))
             .unwrap_or_else(|abort| Err(aborted(abort)))
+    }
+
+    /// `parsed` isolated for `caller` as [`Sparql::run`] isolates it, in standard SPARQL for
+    /// the replica: graph checks against the markers (or the `FROM` lists) instead of the
+    /// node's functions, no guard functions (the replica has its own limits; the caller's
+    /// time limit is the request's), and a SELECT cut one row past the cap.
+    pub fn portable(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        parsed: &Parsed,
+        protocol: &Protocol,
+    ) -> Result<String> {
+        let (default, named) = self.datasets(caller, scope, &parsed.query, protocol);
+        let check = |set: &Graphs| match set {
+            Graphs::Readable(r) => isolate::Portable::Markers(markers(r)),
+            Graphs::Listed(list) => {
+                let mut list: Vec<&String> = list.iter().collect();
+                list.sort();
+                isolate::Portable::Listed(
+                    list.into_iter()
+                        .map(spargebra::term::NamedNode::new_unchecked)
+                        .collect(),
+                )
+            }
+        };
+        let sources = isolate::Sources {
+            default: readable_markers(&default),
+            named: readable_markers(&named),
+            portable: Some((check(&default), check(&named))),
+        };
+        let query = isolate::rewrite(parsed.query.clone(), &|g| named.contains(g), &sources)
+            .map_err(refused)?;
+        Ok(capped(query, self.max_rows + 1).to_string())
     }
 
     /// The graphs the query's default graph and named graphs may hold: what it (or the
@@ -377,14 +407,94 @@ impl Sparql {
     }
 }
 
+/// The caller's markers of a dataset that is all it may read: broad groups join them instead
+/// of checking each solution (a `FROM` list is checked against that list).
+fn readable_markers(set: &Graphs) -> Option<isolate::Markers> {
+    match set {
+        Graphs::Readable(r) => Some(markers(r)),
+        Graphs::Listed(_) => None,
+    }
+}
+
+fn markers(r: &Readable) -> isolate::Markers {
+    isolate::Markers {
+        graph: graphs::readable(&r.org),
+        predicate: readable::predicate(),
+        object: readable::scope_marker(r.own, r.shared),
+    }
+}
+
+fn refused(_: isolate::Refused) -> Error {
+    Error::invalid_field(
+        "query",
+        "SERVICE is not available: the node makes no outgoing request for a query",
+    )
+}
+
+/// A SELECT answering at most `limit` rows (its own LIMIT kept when smaller). Not an
+/// ordered one: Virtuoso refuses to sort for a LIMIT above its `MaxSortedTopRows` (10,000 by
+/// default); its rows are counted as they come instead.
+fn capped(query: spargebra::Query, limit: usize) -> spargebra::Query {
+    use spargebra::algebra::GraphPattern;
+    fn ordered(p: &GraphPattern) -> bool {
+        match p {
+            GraphPattern::OrderBy { .. } => true,
+            GraphPattern::Slice { inner, .. }
+            | GraphPattern::Distinct { inner }
+            | GraphPattern::Reduced { inner }
+            | GraphPattern::Project { inner, .. } => ordered(inner),
+            _ => false,
+        }
+    }
+    let spargebra::Query::Select {
+        dataset,
+        pattern,
+        base_iri,
+    } = query
+    else {
+        return query;
+    };
+    if ordered(&pattern) {
+        return spargebra::Query::Select {
+            dataset,
+            pattern,
+            base_iri,
+        };
+    }
+    let pattern = match pattern {
+        GraphPattern::Slice {
+            inner,
+            start,
+            length,
+        } => GraphPattern::Slice {
+            inner,
+            start,
+            length: Some(length.map_or(limit, |l| l.min(limit))),
+        },
+        other => GraphPattern::Slice {
+            inner: Box::new(other),
+            start: 0,
+            length: Some(limit),
+        },
+    };
+    spargebra::Query::Select {
+        dataset,
+        pattern,
+        base_iri,
+    }
+}
+
+/// The answer to a query with more than `cap` results.
+pub fn too_many(cap: usize) -> Error {
+    Error::invalid_field(
+        "query",
+        format!("the query returns more than {cap} results; narrow it or add LIMIT"),
+    )
+}
+
 /// Runs a prepared query to the end, at most `cap` results.
 fn collect(query: BoundPreparedSparqlQuery<'static>, cap: usize) -> Result<Answer> {
-    let too_many = || {
-        Error::invalid_field(
-            "query",
-            format!("the query returns more than {cap} results; narrow it or add LIMIT"),
-        )
-    };
+    let too_many = || too_many(cap);
     match query.execute().map_err(evaluation)? {
         QueryResults::Solutions(solutions) => {
             let variables = solutions.variables().to_vec();

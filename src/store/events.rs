@@ -45,6 +45,31 @@ pub enum Committed {
     PolicyStored { state: Value },
     /// The policy with this uid was deleted.
     PolicyRemoved { uid: String },
+    /// The consignment's circle or contributors changed without a row or share event (a
+    /// partner node's organisation contributed): its readable-graph markers changed.
+    CircleChanged { aig_hex: String },
+    /// Entry `seq` of the replication log was written (`replica::log`), at `ms`.
+    ReplicationLogged { seq: u64, ms: i64 },
+}
+
+impl Committed {
+    /// The aig hex of the consignment whose replicated graphs (contribution graphs and their
+    /// markers) this event changed, if any.
+    pub fn consignment(&self) -> Option<&str> {
+        match self {
+            Committed::ConsignmentCreated { aig, .. }
+            | Committed::Shared { aig, .. }
+            | Committed::Unshared { aig, .. } => Some(aig.strip_prefix("aig:").unwrap_or(aig)),
+            Committed::RowChanged { aig_hex } | Committed::CircleChanged { aig_hex } => {
+                Some(aig_hex)
+            }
+            Committed::NotificationWritten { .. }
+            | Committed::NoticeQueued { .. }
+            | Committed::PolicyStored { .. }
+            | Committed::PolicyRemoved { .. }
+            | Committed::ReplicationLogged { .. } => None,
+        }
+    }
 }
 
 /// The events one write collects, plus how long its routing took (reported to the caller,
@@ -72,6 +97,17 @@ impl Events {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+}
+
+/// Something written in the committing transaction itself, from the write's events, before
+/// the commit: kept exactly when the write is (the replication log).
+pub trait Journal: Send + Sync {
+    /// Adds to `tx` what `events` call for; may add events of its own.
+    fn record(
+        &self,
+        tx: &mut oxigraph::store::Transaction<'_>,
+        events: &mut Events,
+    ) -> crate::error::Result<()>;
 }
 
 /// An in-memory model of some of the store's facts, kept current by commit events.

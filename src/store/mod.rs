@@ -22,7 +22,7 @@ use oxigraph::store::Transaction;
 
 use crate::error::{Error, Result};
 
-pub use events::{Committed, Events, ReadModel};
+pub use events::{Committed, Events, Journal, ReadModel};
 pub use queries::{Queries, Query};
 
 pub struct Store {
@@ -36,6 +36,8 @@ pub struct Store {
     /// The in-memory models commit events are applied to. Weak: the models hold the store,
     /// and a cycle would keep a stopped node's store (and its RocksDB lock) alive.
     models: RwLock<Vec<Weak<dyn ReadModel>>>,
+    /// What writes record in their own transaction (weak, as the models).
+    journals: RwLock<Vec<Weak<dyn Journal>>>,
 }
 
 /// Table files RocksDB keeps open. Left to Oxigraph it would take the whole soft limit but 48,
@@ -60,6 +62,7 @@ impl Store {
             flushed: Mutex::new(Instant::now()),
             stamped: AtomicI64::new(0),
             models: RwLock::new(Vec::new()),
+            journals: RwLock::new(Vec::new()),
         })
     }
 
@@ -107,6 +110,12 @@ impl Store {
         let mut tx = self.db.start_transaction()?;
         let mut events = Events::default();
         let out = f(&mut tx, &mut events)?;
+        if !events.is_empty() {
+            let journals = self.journals.read().unwrap_or_else(|p| p.into_inner());
+            for journal in journals.iter().filter_map(Weak::upgrade) {
+                journal.record(&mut tx, &mut events)?;
+            }
+        }
         tx.commit()?;
         self.unflushed.fetch_add(1, Ordering::Relaxed);
         if !events.is_empty() {
@@ -129,6 +138,15 @@ impl Store {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .push(Arc::downgrade(&model));
+    }
+
+    /// Adds a journal every later write records in its transaction. At start-up.
+    pub fn journal(&self, journal: &Arc<impl Journal + 'static>) {
+        let journal: Arc<dyn Journal> = journal.clone();
+        self.journals
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Arc::downgrade(&journal));
     }
 
     /// The one object of `subject predicate ?o` in `graph` (the first, should there be more):

@@ -18,6 +18,7 @@ mod operations;
 mod process;
 mod reads;
 mod realworld;
+mod replica;
 mod sessions;
 mod shacl;
 mod sharing;

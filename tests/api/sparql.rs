@@ -12,6 +12,32 @@ struct Setup {
     trader: Session,
     outsider: Session,
     agency: Session,
+    _replica: Option<Virtuoso>,
+}
+
+/// Where analysts' queries are answered: the embedded store, or a Virtuoso replica the node
+/// mirrors into (every isolation test runs on both).
+#[derive(Clone, Copy)]
+enum Engine {
+    Store,
+    Replica,
+}
+
+/// A node for `engine`; with the replica, answers must come from it once it has every commit
+/// (`common::query`).
+async fn node_on(engine: Engine) -> (TestNode, Option<Virtuoso>) {
+    match engine {
+        Engine::Store => (TestNode::start().await, None),
+        Engine::Replica => {
+            let v = Virtuoso::start().await;
+            let node = TestNode::start_with(|c| {
+                v.configure(c);
+                c.replica.replica_max_lag_ms = 0;
+            })
+            .await;
+            (node, Some(v))
+        }
+    }
 }
 
 /// The outsider's own consignment: not routed to the Kenyan agency, its port of entry is in
@@ -25,7 +51,12 @@ fn outsiders_consignment(outsider: &Session) -> Value {
     other
 }
 
-async fn setup(node: TestNode) -> Setup {
+async fn setup(engine: Engine) -> Setup {
+    let (node, replica) = node_on(engine).await;
+    setup_with(node, replica).await
+}
+
+async fn setup_with(node: TestNode, replica: Option<Virtuoso>) -> Setup {
     let (_, trader, agency) = kenya_circle(&node).await;
     let outsider = Session::new(&node, "analyst@elsewhere.example").await;
     trader.publish_example(&node, "create-consignment").await;
@@ -39,12 +70,22 @@ async fn setup(node: TestNode) -> Setup {
         trader,
         outsider,
         agency,
+        _replica: replica,
     }
 }
 
 #[tokio::test]
 async fn an_organisation_queries_only_its_own_graphs() {
-    let s = setup(TestNode::start().await).await;
+    own_graphs_only(Engine::Store).await;
+}
+
+#[tokio::test]
+async fn an_organisation_queries_only_its_own_graphs_on_the_replica() {
+    own_graphs_only(Engine::Replica).await;
+}
+
+async fn own_graphs_only(engine: Engine) {
+    let s = setup(engine).await;
     let graphs_of = |rows: Vec<Value>| -> Vec<String> {
         rows.iter()
             .map(|r| r["g"].as_str().unwrap().to_owned())
@@ -135,7 +176,16 @@ async fn an_organisation_queries_only_its_own_graphs() {
 
 #[tokio::test]
 async fn shared_data_is_queryable_by_scope() {
-    let s = setup(TestNode::start().await).await;
+    by_scope(Engine::Store).await;
+}
+
+#[tokio::test]
+async fn shared_data_is_queryable_by_scope_on_the_replica() {
+    by_scope(Engine::Replica).await;
+}
+
+async fn by_scope(engine: Engine) {
+    let s = setup(engine).await;
     let per_port = "SELECT ?code (COUNT(?s) AS ?n) WHERE { ?s dsn:portOfEntryCode ?code } GROUP BY ?code ORDER BY ?code";
     let own = rows(&s.node, &s.agency, per_port, &[("scope", "own")]).await;
     assert!(own.is_empty(), "{own:?}");
@@ -159,8 +209,21 @@ async fn shared_data_is_queryable_by_scope() {
 
 #[tokio::test]
 async fn protocol_forms_formats_and_refusals() {
-    let s = setup(TestNode::start().await).await;
+    protocol_forms(Engine::Store).await;
+}
+
+#[tokio::test]
+async fn protocol_forms_formats_and_refusals_on_the_replica() {
+    protocol_forms(Engine::Replica).await;
+}
+
+async fn protocol_forms(engine: Engine) {
+    let s = setup(engine).await;
     let (node, trader) = (&s.node, &s.trader);
+    if s._replica.is_some() {
+        // The requests below do not wait for the replica themselves.
+        caught_up(node, trader).await;
+    }
     let select = "SELECT ?s WHERE { ?s <https://w3id.org/dataspace-node/ns#portOfEntryCode> ?c }";
     // POST, form-encoded and as the body.
     let post = |content_type: &'static str, body: String| {
@@ -290,12 +353,13 @@ async fn protocol_forms_formats_and_refusals() {
 
 #[tokio::test]
 async fn the_time_limit_stops_an_expensive_query_and_the_row_cap_holds() {
-    let s = setup(
+    let s = setup_with(
         TestNode::start_with(|c| {
             c.sparql_timeout_secs = 1;
             c.sparql_max_rows = 5;
         })
         .await,
+        None,
     )
     .await;
     let started = std::time::Instant::now();
@@ -344,7 +408,16 @@ async fn the_time_limit_stops_an_expensive_query_and_the_row_cap_holds() {
 
 #[tokio::test]
 async fn contributions_follow_the_circle_across_revocation_and_restart() {
-    let node = TestNode::start().await;
+    contributions_follow_the_circle(Engine::Store).await;
+}
+
+#[tokio::test]
+async fn contributions_follow_the_circle_across_revocation_and_restart_on_the_replica() {
+    contributions_follow_the_circle(Engine::Replica).await;
+}
+
+async fn contributions_follow_the_circle(engine: Engine) {
+    let (node, _replica) = node_on(engine).await;
     let operator = Operator::new(&node).await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     let agency = Session::new(&node, "officer@kra.example").await;
@@ -406,7 +479,16 @@ async fn contributions_follow_the_circle_across_revocation_and_restart() {
 /// solution, whichever pattern it would match, and two readable graphs still join.
 #[tokio::test]
 async fn a_group_joins_across_graphs_only_the_graphs_the_caller_may_read() {
-    let s = setup(TestNode::start().await).await;
+    joins_across_graphs(Engine::Store).await;
+}
+
+#[tokio::test]
+async fn a_group_joins_across_graphs_only_the_graphs_the_caller_may_read_on_the_replica() {
+    joins_across_graphs(Engine::Replica).await;
+}
+
+async fn joins_across_graphs(engine: Engine) {
+    let s = setup(engine).await;
     s.agency.publish_example(&s.node, "add-event").await;
     let (node, trader, agency, outsider) = (&s.node, &s.trader, &s.agency, &s.outsider);
 
@@ -573,7 +655,7 @@ async fn the_markers_and_the_per_solution_check_always_agree() {
 /// revokes a grant on a data dir that had them) is dropped by `--rebuild-markers`.
 #[tokio::test]
 async fn rebuilding_the_markers_drops_those_no_grant_gives() {
-    let s = setup(TestNode::start().await).await;
+    let s = setup(Engine::Store).await;
     let graphs = "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }";
     let descriptions = "SELECT ?id WHERE { ?c a unece:Consignment ; unece:globalId ?id }";
     let trader_graphs = rows(&s.node, &s.trader, graphs, &[("scope", "own")]).await;
@@ -630,7 +712,7 @@ fn rss_kb() -> u64 {
 /// before the time limit answered) are stopped at the value limit, at once.
 #[tokio::test]
 async fn a_query_that_builds_huge_values_is_stopped_at_the_value_limit() {
-    let s = setup(TestNode::start().await).await;
+    let s = setup(Engine::Store).await;
     let mut q = String::from("SELECT (STRLEN(?s30) AS ?l) WHERE { BIND(\"x\" AS ?s0) ");
     for i in 1..=30 {
         q.push_str(&format!("BIND(CONCAT(?s{p},?s{p}) AS ?s{i}) ", p = i - 1));
@@ -663,12 +745,13 @@ async fn a_query_that_builds_huge_values_is_stopped_at_the_value_limit() {
 /// the place comes back when the running one has stopped.
 #[tokio::test]
 async fn queries_beyond_the_concurrency_limit_get_429() {
-    let s = setup(
+    let s = setup_with(
         TestNode::start_with(|c| {
             c.sparql_timeout_secs = 3;
             c.sparql_max_concurrent_per_org = 1;
         })
         .await,
+        None,
     )
     .await;
     let node = &s.node;

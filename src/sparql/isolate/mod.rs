@@ -100,6 +100,49 @@ pub struct Markers {
 pub struct Sources {
     pub default: Option<Markers>,
     pub named: Option<Markers>,
+    /// Set when the query goes to another SPARQL engine (the replica), which knows none of
+    /// the node's functions: each graph check is then written in standard SPARQL — the
+    /// default graph's, then the named graphs'.
+    pub portable: Option<(Portable, Portable)>,
+}
+
+/// A graph check in standard SPARQL.
+#[derive(Debug, Clone)]
+pub enum Portable {
+    /// Readable when the caller's markers list it: `EXISTS { GRAPH <m> { ?g <p> <o> } }`.
+    Markers(Markers),
+    /// Readable when it is one of these (`FROM` / `FROM NAMED` narrowed to what is readable).
+    Listed(Vec<NamedNode>),
+}
+
+impl Sources {
+    /// The check of `graph` in the default graph (`named == false`) or the named graphs.
+    fn check(&self, named: bool, graph: Variable) -> Expression {
+        match &self.portable {
+            None => check(if named { IN_NAMED } else { IN_DEFAULT }, graph),
+            Some((default, names)) => portable(if named { names } else { default }, graph),
+        }
+    }
+}
+
+fn portable(check: &Portable, graph: Variable) -> Expression {
+    match check {
+        Portable::Markers(m) => Expression::Exists(Box::new(GraphPattern::Graph {
+            name: NamedNodePattern::NamedNode(m.graph.clone()),
+            inner: Box::new(GraphPattern::Bgp {
+                patterns: vec![TriplePattern {
+                    subject: graph.into(),
+                    predicate: m.predicate.clone().into(),
+                    object: m.object.clone().into(),
+                }],
+            }),
+        })),
+        Portable::Listed(list) if list.is_empty() => Expression::Literal(false.into()),
+        Portable::Listed(list) => Expression::In(
+            Box::new(Expression::Variable(graph)),
+            list.iter().cloned().map(Expression::NamedNode).collect(),
+        ),
+    }
 }
 
 /// Rewrites `query`, dropping its dataset clause (read it first with [`requested`]).
@@ -284,7 +327,7 @@ impl Rewriter<'_> {
         let mut pending = Pending::default();
         let inner = self.joined(p, in_graph, &mut pending)?;
         let markers = self.sources.default.as_ref().filter(|_| root);
-        Ok(pending.apply(inner, markers))
+        Ok(pending.apply(inner, markers, self.sources))
     }
 
     /// `p` rewritten as a part evaluated per solution of something else (see `root`).

@@ -6,7 +6,7 @@ use spargebra::term::{NamedNodePattern, TriplePattern, Variable};
 
 use super::estimate::{binds, estimated_size, min_size};
 use super::pending::{marker_join, Confined, Pending, BROAD};
-use super::{check, nothing, Refused, Rewriter, IN_NAMED};
+use super::{nothing, Refused, Rewriter};
 
 impl Rewriter<'_> {
     /// A default-graph pattern (triple pattern or property path), moved into a graph of its
@@ -219,7 +219,7 @@ impl Rewriter<'_> {
                 match markers {
                     Some(m) => marker_join(&m, &v, graph),
                     None => GraphPattern::Filter {
-                        expr: check(IN_NAMED, v),
+                        expr: self.sources.check(true, v),
                         inner: Box::new(graph),
                     },
                 }

@@ -4,7 +4,7 @@
 use spargebra::algebra::{Expression, GraphPattern};
 use spargebra::term::{NamedNodePattern, TriplePattern, Variable};
 
-use super::{check, Markers, IN_DEFAULT};
+use super::{Markers, Sources};
 
 /// A later pattern of a basic graph pattern is compared with at most this many earlier
 /// patterns' graphs before its own graph is checked (a long BGP stays a linear rewrite).
@@ -97,7 +97,12 @@ pub(super) struct Confined {
 impl Pending {
     /// `markers`: the caller's, when this group is evaluated on its own (not per solution of
     /// something it is joined with).
-    pub(super) fn apply(self, inner: GraphPattern, markers: Option<&Markers>) -> GraphPattern {
+    pub(super) fn apply(
+        self,
+        inner: GraphPattern,
+        markers: Option<&Markers>,
+        sources: &Sources,
+    ) -> GraphPattern {
         let groups = self.connected_groups();
         // One connected group of triple patterns only, reading broadly: its first graph is
         // joined with the markers instead of checked per solution.
@@ -125,7 +130,7 @@ impl Pending {
                     marked = Some(graph.clone());
                     continue;
                 }
-                checks.push(self.check_after(graph, &members[..k]));
+                checks.push(self.check_after(graph, &members[..k], sources));
             }
         }
         let checked = match checks
@@ -180,8 +185,8 @@ impl Pending {
 
     /// The check of `graph`, readable without a call when it is the graph of one of the
     /// `earlier` items of its group.
-    fn check_after(&self, graph: &Variable, earlier: &[usize]) -> Expression {
-        let call = check(IN_DEFAULT, graph.clone());
+    fn check_after(&self, graph: &Variable, earlier: &[usize], sources: &Sources) -> Expression {
+        let call = sources.check(false, graph.clone());
         let same = earlier
             .iter()
             .take(MAX_SAME_GRAPH_COMPARISONS)
@@ -194,6 +199,10 @@ impl Pending {
             .reduce(|a, b| Expression::Or(Box::new(a), Box::new(b)));
         match same {
             None => call,
+            // Another engine: `||` (Virtuoso 7 answers `IF(…, true, EXISTS {…})` wrongly).
+            Some(same) if sources.portable.is_some() => {
+                Expression::Or(Box::new(same), Box::new(call))
+            }
             Some(same) => Expression::If(
                 Box::new(same),
                 Box::new(Expression::Literal(true.into())),

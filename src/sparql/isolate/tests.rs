@@ -143,6 +143,7 @@ fn with_markers(q: &str) -> String {
     let sources = Sources {
         default: Some(m.clone()),
         named: Some(m),
+        portable: None,
     };
     let query = SparqlParser::new().parse_query(q).unwrap();
     rewrite(query, &|_| false, &sources).unwrap().to_sse()

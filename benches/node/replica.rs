@@ -1,0 +1,317 @@
+//! `--replica virtuoso`: after the main run, the same data dir mirrored into a Virtuoso 7
+//! started here (`virtuoso-t`, Debian's `virtuoso-opensource-7-bin`) — the initial sync, the
+//! aggregate through `/sparql` on the replica against the store's figure of the main run and
+//! the same isolated query straight on Virtuoso, the replication lag under Creates, and Create
+//! with replication on and off on the same store.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dataspace_node::sharing::readable;
+use dataspace_node::sparql::isolate;
+use dataspace_node::store::graphs;
+
+use crate::client::Client;
+use crate::node;
+use crate::progress;
+use crate::report::Table;
+use crate::sparql::AGGREGATE;
+use crate::stats::{p50, percentile};
+
+/// A Virtuoso child on a temporary database; killed when dropped.
+pub struct Virtuoso {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    pub url: String,
+    pub auth_url: String,
+}
+
+impl Drop for Virtuoso {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts Virtuoso with `buffers` 8 KB page buffers (Virtuoso's sizing: about two thirds of
+/// the memory it may use).
+pub async fn start(buffers: usize) -> Virtuoso {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let (isql, http) = (free_port(), free_port());
+    let ini = format!(
+        "[Database]\nDatabaseFile = {d}/virtuoso.db\nErrorLogFile = {d}/virtuoso.log\n\
+         LockFile = {d}/virtuoso.lck\nTransactionFile = {d}/virtuoso.trx\n\
+         xa_persistent_file = {d}/virtuoso.pxa\nTempStorage = TempDatabase\n\
+         [TempDatabase]\nDatabaseFile = {d}/virtuoso-temp.db\nTransactionFile = {d}/virtuoso-temp.trx\n\
+         [Parameters]\nServerPort = 127.0.0.1:{isql}\nDisableUnixSocket = 1\nDirsAllowed = ., {d}\n\
+         NumberOfBuffers = {buffers}\nMaxDirtyBuffers = {}\nMaxQueryMem = 2G\nThreadsPerQuery = 2\n\
+         AsyncQueueMaxThreads = 2\nMaxClientConnections = 20\n\
+         [HTTPServer]\nServerPort = 127.0.0.1:{http}\nServerThreads = 8\nMaxClientConnections = 8\n\
+         [SPARQL]\nResultSetMaxRows = 1000000\nMaxQueryExecutionTime = 600\n",
+        buffers * 3 / 4
+    );
+    std::fs::write(dir.path().join("virtuoso.ini"), ini).unwrap();
+    let child = std::process::Command::new("virtuoso-t")
+        .args(["+foreground", "+configfile"])
+        .arg(dir.path().join("virtuoso.ini"))
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("virtuoso-t (apt-get install virtuoso-opensource-7-bin)");
+    let v = Virtuoso {
+        child,
+        _dir: dir,
+        url: format!("http://127.0.0.1:{http}/sparql"),
+        auth_url: format!("http://127.0.0.1:{http}/sparql-auth"),
+    };
+    let http_client = reqwest::Client::new();
+    for _ in 0..900 {
+        let r = http_client
+            .get(&v.url)
+            .query(&[("query", "ASK {}")])
+            .send()
+            .await;
+        if r.is_ok_and(|r| r.status().is_success()) {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("virtuoso-t did not answer within 90 s");
+}
+
+impl Virtuoso {
+    /// The environment that points the node child at this replica (Digest as `dba`).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("DATASPACE_NODE_REPLICA_QUERY_URL", self.url.clone()),
+            ("DATASPACE_NODE_REPLICA_UPDATE_URL", self.auth_url.clone()),
+            ("DATASPACE_NODE_REPLICA_USER", "dba".into()),
+            ("DATASPACE_NODE_REPLICA_PASSWORD", "dba".into()),
+        ]
+    }
+
+    /// p50 of `query` straight on Virtuoso (SPARQL JSON), and its row count.
+    async fn p50(&self, http: &reqwest::Client, query: &str, n: usize) -> (f64, usize) {
+        let mut lat = Vec::new();
+        let mut rows = 0;
+        for _ in 0..n + 1 {
+            let t = Instant::now();
+            let r = http
+                .post(&self.url)
+                .header("accept", "application/sparql-results+json")
+                .form(&[("query", query)])
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success());
+            let body: serde_json::Value = r.json().await.unwrap();
+            lat.push(t.elapsed());
+            rows = body["results"]["bindings"].as_array().map_or(0, Vec::len);
+        }
+        lat.remove(0);
+        (p50(lat), rows)
+    }
+
+    async fn visible(&self, http: &reqwest::Client, identifier: &str) -> bool {
+        let q = format!(
+            "ASK {{ GRAPH ?g {{ ?s <https://vocabulary.uncefact.org/identifier> \"{identifier}\" }} }}"
+        );
+        let r = http
+            .post(&self.url)
+            .header("accept", "application/sparql-results+json")
+            .form(&[("query", q.as_str())])
+            .send()
+            .await
+            .unwrap();
+        r.text().await.unwrap().contains("\"value\": \"1\"")
+    }
+}
+
+/// The benchmark's aggregate isolated for `org` as `/sparql` sends it to the replica.
+fn isolated_aggregate(org: &str) -> String {
+    let markers = isolate::Markers {
+        graph: spargebra::term::NamedNode::new_unchecked(graphs::readable(org).into_string()),
+        predicate: spargebra::term::NamedNode::new_unchecked(readable::predicate().into_string()),
+        object: spargebra::term::NamedNode::new_unchecked(
+            readable::scope_marker(true, true).into_string(),
+        ),
+    };
+    let sources = isolate::Sources {
+        default: Some(markers.clone()),
+        named: Some(markers.clone()),
+        portable: Some((
+            isolate::Portable::Markers(markers.clone()),
+            isolate::Portable::Markers(markers),
+        )),
+    };
+    let query = spargebra::SparqlParser::new()
+        .parse_query(AGGREGATE)
+        .unwrap();
+    isolate::rewrite(query, &|_| false, &sources)
+        .unwrap()
+        .to_string()
+}
+
+/// Waits until the node answers `/sparql` from the replica with no lag; how long it took.
+async fn caught_up(client: &Client, base: &str) -> Duration {
+    let t = Instant::now();
+    loop {
+        let r = client
+            .http
+            .get(format!("{base}/supply-chain/data-space/sparql"))
+            .query(&[("query", "ASK {}")])
+            .header("x-api-key", &client.key)
+            .bearer_auth(&client.token)
+            .send()
+            .await
+            .unwrap();
+        let h = |k: &str| {
+            r.headers()
+                .get(k)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        if h("sparql-source") == "replica" && h("replica-lag-ms") == "0" {
+            return t.elapsed();
+        }
+        assert!(t.elapsed() < Duration::from_secs(3 * 3600), "no catch-up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sequential Creates; every `sample`-th one is watched on Virtuoso until visible (the
+/// replication lag from the node's answer, i.e. after the commit). Create latencies (ms) and
+/// lags.
+async fn creates(
+    client: &Arc<Client>,
+    v: Option<&Arc<Virtuoso>>,
+    n: usize,
+    from: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let mut lat = Vec::new();
+    let mut watchers = Vec::new();
+    for i in 0..n {
+        let id = format!("REPLICA-{}-{}", from + i, uuid::Uuid::new_v4().simple());
+        let gid = format!("urn:uuid:{}", uuid::Uuid::new_v4());
+        let s = client.change("Create", &gid, &id, from + i).await;
+        lat.push(s.latency);
+        if let Some(v) = v.filter(|_| i % 10 == 0) {
+            let (v, http) = (v.clone(), client.http.clone());
+            let committed = Instant::now();
+            watchers.push(tokio::spawn(async move {
+                while !v.visible(&http, &id).await {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                committed.elapsed()
+            }));
+        }
+    }
+    let mut lags = Vec::new();
+    for w in watchers {
+        lags.push(w.await.unwrap());
+    }
+    lags.sort();
+    (lat, lags)
+}
+
+/// `client` logged in again on the node child at `base` once it answers.
+async fn logged_in(mut client: Client, base: &str) -> Client {
+    node::wait_healthy(&client.http, base).await;
+    let loaded = node::Loaded {
+        api_key: client.key.clone(),
+        email: crate::EMAIL.into(),
+        organization: client.org.clone(),
+        consignments: 0,
+        written: 0,
+    };
+    client.token = node::log_in(&client.http, base, &loaded).await;
+    client.url = format!("{base}/supply-chain/data-space/inbox");
+    client
+}
+
+/// The replica phase on the stopped node's `dir`; `store_aggregate` is the main run's p50 of
+/// the aggregate through `/sparql` on the store.
+pub async fn measure(
+    dir: &Path,
+    client: Client,
+    sparql_reads: usize,
+    creates_n: usize,
+    store_aggregate: f64,
+    table: &mut Table,
+    started: Instant,
+) {
+    progress(started, "replica: starting Virtuoso");
+    let v = Arc::new(start(340_000).await);
+    let (mut child, base, _) = node::spawn_with(dir, &v.env());
+    let client = Arc::new(logged_in(client, &base).await);
+    progress(started, "replica: initial sync");
+    let sync = caught_up(&client, &base).await;
+    table.add(
+        "replica: initial sync (whole store)",
+        sync.as_secs_f64(),
+        "s",
+    );
+    let (on_replica, rows) = crate::sparql::sparql_endpoint(&client, &base, sparql_reads).await;
+    let (raw, raw_rows) = v
+        .p50(&client.http, &isolated_aggregate(&client.org), sparql_reads)
+        .await;
+    assert_eq!(rows, raw_rows);
+    table.compared(
+        "SPARQL aggregate via /sparql on the replica p50",
+        on_replica,
+        "ms",
+        "the same via /sparql on the store (main run)",
+        store_aggregate,
+    );
+    table.compared(
+        "SPARQL aggregate via /sparql on the replica p50 ",
+        on_replica,
+        "ms",
+        "the isolated query straight on Virtuoso",
+        raw,
+    );
+    progress(started, "replica: Creates with replication on");
+    let (on, lags) = creates(&client, Some(&v), creates_n, 7_000_000).await;
+    table.add(
+        "replica: lag commit → visible p50",
+        percentile(&lags, 0.5),
+        "ms",
+    );
+    table.add(
+        "replica: lag commit → visible p99",
+        percentile(&lags, 0.99),
+        "ms",
+    );
+    child.stop();
+    progress(started, "replica: Creates with replication off");
+    let (mut child, base, _) = node::spawn_with(dir, &[]);
+    let off_client = Client {
+        http: client.http.clone(),
+        url: String::new(),
+        key: client.key.clone(),
+        token: String::new(),
+        org: client.org.clone(),
+    };
+    let off_client = Arc::new(logged_in(off_client, &base).await);
+    let (off, _) = creates(&off_client, None, creates_n, 8_000_000).await;
+    child.stop();
+    table.compared(
+        "Create c1 p50 with replication on",
+        p50(on),
+        "ms",
+        "replication off (same store)",
+        p50(off),
+    );
+}

@@ -1,0 +1,330 @@
+//! The replication log: which consignments each commit changed, written in the commit's own
+//! transaction, removed once the replica has them.
+//!
+//! ```turtle
+//! GRAPH <urn:dataspace-node:system:replication> {
+//!   <urn:dataspace-node:replication:42> dsn:replicates "{\"ms\":…,\"c\":[{\"hex\":…,\"m\":[…]}]}"^^rdf:JSON .
+//!   <urn:dataspace-node:replication> dsn:shippedThrough 41 .
+//! }
+//! ```
+//!
+//! An entry names the consignments (their aig hex) whose contribution graphs or markers the
+//! commit changed, and for each the marker graphs (organisations) whose markers of them it
+//! may have changed. It names, not copies: the shipper reads what to send from one snapshot
+//! of the store (`ship`), so a SIGKILL anywhere loses nothing (an entry is removed only after
+//! the replica acknowledged it) and nothing is shipped out of order (every graph is sent as
+//! the snapshot holds it, the markers with it).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::store::Transaction;
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::store::{graphs, Committed, Events, Journal, Store};
+use crate::vocab::{dsn, xsd, RDF_JSON};
+
+fn graph() -> NamedNode {
+    NamedNode::new_unchecked("urn:dataspace-node:system:replication")
+}
+
+fn position_node() -> NamedNode {
+    NamedNode::new_unchecked("urn:dataspace-node:replication")
+}
+
+const ENTRY: &str = "urn:dataspace-node:replication:";
+
+/// One consignment a commit changed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Touched {
+    pub hex: String,
+    /// Marker graphs that held or now hold markers of its contribution graphs.
+    #[serde(rename = "m")]
+    pub markers: Vec<String>,
+}
+
+/// One log entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    #[serde(skip)]
+    pub seq: u64,
+    /// The commit's time, in ms since the epoch (the replication lag is measured from it).
+    pub ms: i64,
+    #[serde(rename = "c")]
+    pub consignments: Vec<Touched>,
+}
+
+impl Entry {
+    fn quad(&self) -> Quad {
+        Quad::new(
+            NamedNode::new_unchecked(format!("{ENTRY}{}", self.seq)),
+            dsn("replicates"),
+            Literal::new_typed_literal(
+                serde_json::to_string(self).unwrap_or_default(),
+                NamedNode::new_unchecked(RDF_JSON),
+            ),
+            graph(),
+        )
+    }
+}
+
+/// Whether `iri` names a graph the replica mirrors: a contribution graph or an
+/// organisation's markers.
+pub fn replicated(iri: &str) -> bool {
+    graphs::parse_contribution(iri).is_some() || is_markers(iri)
+}
+
+pub fn is_markers(iri: &str) -> bool {
+    let root = graphs::readable_root();
+    iri.strip_prefix(root.as_str())
+        .is_some_and(|rest| rest.starts_with(':'))
+}
+
+/// The contribution graphs of consignment `hex` on this node: its publisher's and its other
+/// contributors'.
+pub fn contribution_graphs(reader: &Transaction<'_>, hex: &str) -> Result<Vec<NamedNode>> {
+    let record = graphs::consignment(hex);
+    let mut orgs = BTreeSet::new();
+    for (p, g) in [
+        ("publisher", graphs::consignment_index()),
+        ("contributor", graphs::sharing()),
+    ] {
+        let p = dsn(p);
+        for q in reader.quads_for_pattern(
+            Some(record.as_ref().into()),
+            Some(p.as_ref()),
+            None,
+            Some(g.as_ref().into()),
+        ) {
+            if let Term::NamedNode(org) = q?.object {
+                orgs.insert(org.into_string());
+            }
+        }
+    }
+    Ok(orgs
+        .iter()
+        .map(|org| graphs::contribution(hex, org))
+        .collect())
+}
+
+/// The marker graphs holding markers of `graph` in `quads` (a store or a transaction).
+fn marker_graphs(
+    quads: impl Iterator<Item = std::result::Result<Quad, oxigraph::store::StorageError>>,
+    out: &mut BTreeSet<String>,
+) -> Result<()> {
+    for q in quads {
+        if let GraphName::NamedNode(m) = q?.graph_name {
+            if is_markers(m.as_str()) {
+                out.insert(m.into_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes a log entry for every commit that changed a consignment. Registered only when a
+/// replica is configured.
+pub struct Log {
+    store: Arc<Store>,
+    next: AtomicU64,
+}
+
+impl Log {
+    /// The log of `store`, numbering on after what it holds. Blocking.
+    pub fn open(store: Arc<Store>) -> Result<Self> {
+        if epoch(&store.db().start_transaction()?)?.is_none() {
+            let fresh = Quad::new(
+                position_node(),
+                dsn("epoch"),
+                Literal::new_simple_literal(uuid::Uuid::new_v4().simple().to_string()),
+                graph(),
+            );
+            store.write(|tx| {
+                tx.insert(&fresh);
+                Ok(())
+            })?;
+        }
+        let reader = store.db().start_transaction()?;
+        let last = pending(&reader)?
+            .last()
+            .map(|e| e.seq)
+            .unwrap_or(0)
+            .max(shipped(&reader)?);
+        drop(reader);
+        Ok(Self {
+            store,
+            next: AtomicU64::new(last + 1),
+        })
+    }
+
+    /// What `hex`'s contribution graphs' markers were before this transaction and are in it.
+    fn touched(&self, tx: &Transaction<'_>, hex: &str) -> Result<Touched> {
+        let predicate = dsn("readableIn");
+        let mut markers = BTreeSet::new();
+        for g in contribution_graphs(tx, hex)? {
+            let subject = Some(g.as_ref().into());
+            let before =
+                self.store
+                    .db()
+                    .quads_for_pattern(subject, Some(predicate.as_ref()), None, None);
+            marker_graphs(before, &mut markers)?;
+            let now = tx.quads_for_pattern(subject, Some(predicate.as_ref()), None, None);
+            marker_graphs(now, &mut markers)?;
+        }
+        Ok(Touched {
+            hex: hex.to_owned(),
+            markers: markers.into_iter().collect(),
+        })
+    }
+}
+
+impl Journal for Log {
+    fn record(&self, tx: &mut Transaction<'_>, events: &mut Events) -> Result<()> {
+        let hexes: BTreeSet<String> = events
+            .iter()
+            .filter_map(|e| e.consignment().map(str::to_owned))
+            .collect();
+        if hexes.is_empty() {
+            return Ok(());
+        }
+        let consignments = hexes
+            .iter()
+            .map(|hex| self.touched(tx, hex))
+            .collect::<Result<Vec<_>>>()?;
+        // Under the writer lock: numbers increase in commit order. A number taken by a write
+        // whose commit then failed is a gap the shipper skips.
+        let seq = self.next.fetch_add(1, Ordering::SeqCst);
+        let ms = chrono::Utc::now().timestamp_millis();
+        let entry = Entry {
+            seq,
+            ms,
+            consignments,
+        };
+        tx.insert(&entry.quad());
+        events.push(Committed::ReplicationLogged { seq, ms });
+        Ok(())
+    }
+}
+
+/// The entries not yet shipped, in commit order.
+pub fn pending(reader: &Transaction<'_>) -> Result<Vec<Entry>> {
+    let p = dsn("replicates");
+    let g = graph();
+    let mut out = Vec::new();
+    for q in reader.quads_for_pattern(None, Some(p.as_ref()), None, Some(g.as_ref().into())) {
+        let q = q?;
+        let (oxigraph::model::NamedOrBlankNode::NamedNode(s), Term::Literal(l)) =
+            (&q.subject, &q.object)
+        else {
+            continue;
+        };
+        let Some(seq) = s.as_str().strip_prefix(ENTRY).and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        match serde_json::from_str::<Entry>(l.value()) {
+            Ok(mut e) => {
+                e.seq = seq;
+                out.push(e);
+            }
+            Err(e) => tracing::error!(error = %e, seq, "unreadable replication log entry skipped"),
+        }
+    }
+    out.sort_by_key(|e| e.seq);
+    Ok(out)
+}
+
+/// The consignments of `entries` with the marker graphs each named, merged.
+pub fn merged(entries: &[Entry]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in entries {
+        for t in &e.consignments {
+            out.entry(t.hex.clone())
+                .or_default()
+                .extend(t.markers.iter().cloned());
+        }
+    }
+    out
+}
+
+/// The log's epoch: a random id made when the log starts, new after [`forget`]. A replica's
+/// position counts only with the epoch it was written in: positions of a log dropped while
+/// the node ran without a replica say nothing about the changes made meanwhile.
+pub fn epoch(reader: &Transaction<'_>) -> Result<Option<String>> {
+    let p = dsn("epoch");
+    let node = position_node();
+    let g = graph();
+    for q in reader.quads_for_pattern(
+        Some(node.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(g.as_ref().into()),
+    ) {
+        if let Term::Literal(l) = q?.object {
+            return Ok(Some(l.value().to_owned()));
+        }
+    }
+    Ok(None)
+}
+
+/// The last entry the replica acknowledged (0: none yet).
+pub fn shipped(reader: &Transaction<'_>) -> Result<u64> {
+    let p = dsn("shippedThrough");
+    let node = position_node();
+    let g = graph();
+    for q in reader.quads_for_pattern(
+        Some(node.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(g.as_ref().into()),
+    ) {
+        if let Term::Literal(l) = q?.object {
+            return Ok(l.value().parse().unwrap_or(0));
+        }
+    }
+    Ok(0)
+}
+
+fn position(through: u64) -> Quad {
+    Quad::new(
+        position_node(),
+        dsn("shippedThrough"),
+        Literal::new_typed_literal(through.to_string(), xsd("integer")),
+        graph(),
+    )
+}
+
+/// Records that the replica has everything through entry `through`: removes `entries` (the
+/// shipped ones) and moves the position. Blocking.
+pub fn acknowledge(store: &Store, through: u64, entries: &[Entry]) -> Result<()> {
+    store.write(|tx| {
+        for e in entries {
+            tx.remove(&e.quad());
+        }
+        let old = shipped(tx)?;
+        tx.remove(&position(old));
+        tx.insert(&position(through.max(old)));
+        Ok(())
+    })
+}
+
+/// Drops the log and its position: the node runs without a replica, so a replica configured
+/// later starts with a full sync instead of trusting a position whose changes were not logged.
+/// Blocking.
+pub fn forget(store: &Store) -> Result<()> {
+    let g = GraphName::NamedNode(graph());
+    if store
+        .db()
+        .quads_for_pattern(None, None, None, Some(g.as_ref()))
+        .next()
+        .is_none()
+    {
+        return Ok(());
+    }
+    store.write(|tx| {
+        tx.clear_graph(g.as_ref())?;
+        Ok(())
+    })
+}

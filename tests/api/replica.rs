@@ -1,0 +1,402 @@
+//! The SPARQL replica: a real Virtuoso (`virtuoso-t` as a child process) the node mirrors its
+//! contribution graphs and readable-graph markers into, and answers analysts from.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::common::*;
+use dataspace_node::store::graphs;
+
+/// `dataspace-node replica <action>` on `data_dir` against `v`: exit code and stdout.
+fn replica_command(action: &str, data_dir: &Path, v: &Virtuoso) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
+        .args(["replica", action, "--data-dir"])
+        .arg(data_dir)
+        .args(v.args())
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("replica {action}: {stderr}");
+    (out.status.code().unwrap_or(-1), stdout)
+}
+
+/// Values of `?x` in the replica's answer to `q`.
+async fn values(v: &Virtuoso, q: &str) -> Vec<String> {
+    v.select(q).await["results"]["bindings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["x"]["value"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn contribution_of(org: &str) -> String {
+    // The example consignment's aig hex is derived by the node; its graphs are found by
+    // the organisation key at their end.
+    graphs::org_key(org)
+}
+
+/// The node's graphs on the replica holding `identifier`'s description.
+async fn graphs_with(v: &Virtuoso, text: &str) -> Vec<String> {
+    values(
+        v,
+        &format!(
+            "SELECT DISTINCT ?x WHERE {{ GRAPH ?x {{ ?s ?p ?o FILTER(STR(?o) = \"{text}\") }} }}"
+        ),
+    )
+    .await
+}
+
+/// Whether the marker graph of `org` on the replica marks `graph` readable.
+async fn marked(v: &Virtuoso, org: &str, graph: &str) -> bool {
+    let q = format!(
+        "SELECT ?x WHERE {{ GRAPH <{}> {{ <{graph}> ?p ?x }} }}",
+        graphs::readable(org).as_str()
+    );
+    !values(v, &q).await.is_empty()
+}
+
+#[tokio::test]
+async fn publish_update_add_share_and_revoke_reach_the_replica_in_their_final_state() {
+    let v = Virtuoso::start().await;
+    let node = TestNode::start_with(|c| {
+        v.configure(c);
+        c.replica.replica_max_lag_ms = 0;
+    })
+    .await;
+    let operator = Operator::new(&node).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    // Kenya and Tanzania: the update below moves the arrival to Dar es Salaam.
+    let mut uids = Vec::new();
+    for country in ["KE", "TZ"] {
+        let p = operator
+            .policy(
+                &node,
+                rule(
+                    &node,
+                    agency.org(),
+                    "portOfEntryCountry",
+                    "eq",
+                    json!(country),
+                ),
+            )
+            .await;
+        uids.push(p["uid"].as_str().unwrap().to_owned());
+    }
+
+    // Publish: the trader's contribution graph, marked for the trader and the agency.
+    trader.publish_example(&node, "create-consignment").await;
+    caught_up(&node, &trader).await;
+    let described = graphs_with(&v, IDENTIFIER).await;
+    assert_eq!(described.len(), 1, "{described:?}");
+    let trader_graph = described[0].clone();
+    assert!(trader_graph.ends_with(&contribution_of(trader.org())));
+    assert!(marked(&v, trader.org(), &trader_graph).await);
+    assert!(marked(&v, agency.org(), &trader_graph).await);
+
+    // Update: the replica holds the new description only.
+    trader.publish_example(&node, "update-consignment").await;
+    caught_up(&node, &trader).await;
+    let summary = "Roasted coffee beans, 2 containers (arrival moved to Dar es Salaam)";
+    assert_eq!(graphs_with(&v, summary).await, vec![trader_graph.clone()]);
+    assert!(graphs_with(&v, "Roasted coffee beans, 2 containers")
+        .await
+        .is_empty());
+    assert!(graphs_with(&v, "KEMBA").await.is_empty());
+    assert!(
+        graphs_with(&v, "MSKU1234565").await.is_empty(),
+        "the old equipment is gone"
+    );
+
+    // Add: the agency's event in a graph of its own, shared with the trader.
+    agency.publish_example(&node, "add-event").await;
+    caught_up(&node, &agency).await;
+    let agency_graphs: Vec<String> = values(
+        &v,
+        "SELECT DISTINCT ?x WHERE { GRAPH ?x { ?s ?p ?o } FILTER(STRSTARTS(STR(?x), \"urn:dataspace-node:contribution:\")) }",
+    )
+    .await
+    .into_iter()
+    .filter(|g| g.ends_with(&contribution_of(agency.org())))
+    .collect();
+    assert_eq!(agency_graphs.len(), 1);
+    assert!(marked(&v, trader.org(), &agency_graphs[0]).await);
+    assert!(marked(&v, agency.org(), &agency_graphs[0]).await);
+
+    // Revoke (both rules that share it with the agency): the agency's markers of the
+    // trader's graph go; its own graph stays its own.
+    for uid in &uids {
+        operator.delete(&node, uid).await;
+    }
+    caught_up(&node, &trader).await;
+    assert!(!marked(&v, agency.org(), &trader_graph).await);
+    assert!(marked(&v, agency.org(), &agency_graphs[0]).await);
+    assert!(marked(&v, trader.org(), &trader_graph).await);
+
+    // Through the node, the answer comes from the replica and says so.
+    let r = query(
+        &node,
+        &agency,
+        &format!("{PREFIXES}SELECT ?c WHERE {{ ?s dsn:portOfEntryCode ?c }}"),
+        &[("scope", "shared")],
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["sparql-source"], "replica");
+    assert_eq!(r.headers()["replica-lag-ms"], "0");
+    let body = json_body(r).await;
+    assert_eq!(
+        body["results"]["bindings"],
+        json!([]),
+        "revoked: nothing shared"
+    );
+
+    // No system graph but the markers is on the replica: no accounts, keys, index, grants,
+    // policies, activity logs, notifications, outbox or replication log.
+    for g in values(
+        &v,
+        "SELECT DISTINCT ?x WHERE { GRAPH ?x { ?s ?p ?o } FILTER(STRSTARTS(STR(?x), \"urn:dataspace-node:\")) }",
+    )
+    .await
+    {
+        let allowed = graphs::parse_contribution(&g).is_some()
+            || g.starts_with("urn:dataspace-node:system:readable:")
+            || g == "urn:dataspace-node:replica";
+        assert!(allowed, "{g} must not be replicated");
+    }
+    let hashes = values(
+        &v,
+        "SELECT (COUNT(*) AS ?x) WHERE { GRAPH ?g { ?s <https://w3id.org/dataspace-node/ns#passwordHash> ?h } }",
+    )
+    .await;
+    assert_eq!(hashes, vec!["0".to_owned()]);
+
+    // The replica equals the store.
+    let dir = node.stop().await;
+    let (code, differences) = replica_command("verify", dir.path(), &v);
+    assert_eq!(code, 0, "{differences}");
+}
+
+/// Publishes consignments `from..to` as `who`, in order; stops at the first failure (the
+/// node was killed) and returns how many were acknowledged.
+async fn publish_range(node: &TestNode, who: &Session, from: u32, to: u32) -> u32 {
+    let mut done = 0;
+    for n in from..to {
+        let a = consignment_at(who.org(), n, "KEMBA", "2026-12-24T06:00:00Z");
+        let sent = node
+            .client
+            .post(node.url(INBOX))
+            .header("x-api-key", &who.account.api_key)
+            .bearer_auth(&who.token)
+            .json(&a)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status() == StatusCode::CREATED => done += 1,
+            _ => break,
+        }
+    }
+    done
+}
+
+fn free_bind() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_node_killed_mid_stream_leaves_nothing_lost_or_reordered_on_the_replica() {
+    let v = Virtuoso::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bind = free_bind();
+    let mut args: Vec<String> = vec![
+        "--bind".into(),
+        bind.clone(),
+        "--replica-max-lag-ms".into(),
+        "0".into(),
+    ];
+    args.extend(v.args());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut p = NodeProcess::spawn_on(dir.path(), &args);
+    let (_, trader, _) = kenya_circle(&p.node).await;
+    let trader = std::sync::Arc::new(trader);
+    let mut next = 1;
+    // Kills at different points of the stream (CI runs three; the benchmark's crash count is
+    // the operator's to raise).
+    for kill in 0..3u64 {
+        let node = TestNode::external(p.node.base.clone(), p.node.config.clone());
+        let who = trader.clone();
+        let from = next;
+        let writer =
+            tokio::spawn(async move { publish_range(&node, &who, from, from + 1_000).await });
+        tokio::time::sleep(Duration::from_millis(300 + 170 * kill)).await;
+        p.kill();
+        let written = writer.await.unwrap();
+        assert!(written > 0, "nothing was written before the kill");
+        next += written + 1;
+        p = NodeProcess::spawn_on(dir.path(), &args);
+        // A consignment updated after the restart ends in its last state on the replica.
+        let mut update = consignment_at(trader.org(), from, "TZDAR", "2026-12-27T06:00:00Z");
+        update["type"] = json!("Update");
+        assert_completed(&trader.publish(&p.node, &update).await);
+    }
+    caught_up(&p.node, &trader).await;
+    let r = query(
+        &p.node,
+        &trader,
+        &format!("{PREFIXES}SELECT (COUNT(?s) AS ?n) WHERE {{ ?s dsn:portOfEntryCode \"TZDAR\" }}"),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        json_body(r).await["results"]["bindings"][0]["n"]["value"],
+        "3"
+    );
+    p.terminate();
+    assert!(p.exited_within(Duration::from_secs(20)).await.is_some());
+    let (code, differences) = replica_command("verify", dir.path(), &v);
+    assert_eq!(code, 0, "{differences}");
+}
+
+#[tokio::test]
+async fn a_restarted_replica_catches_up_and_the_store_answers_while_it_is_down() {
+    let mut v = Virtuoso::start().await;
+    let node = TestNode::start_with(|c| {
+        v.configure(c);
+        c.replica.replica_max_lag_ms = 0;
+    })
+    .await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    assert_eq!(publish_range(&node, &trader, 1, 4).await, 3);
+    caught_up(&node, &trader).await;
+    let count = format!("{PREFIXES}SELECT (COUNT(?s) AS ?n) WHERE {{ ?s dsn:portOfEntryCode ?c }}");
+    let ask = |node: &TestNode| {
+        node.client
+            .get(node.url(SPARQL))
+            .query(&[("query", count.as_str())])
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .send()
+    };
+
+    v.kill();
+    assert_eq!(
+        publish_range(&node, &trader, 4, 7).await,
+        3,
+        "the inbox never waits for the replica"
+    );
+    // Down: the store answers, with everything.
+    let r = ask(&node).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["sparql-source"], "store");
+    let lag: u64 = r.headers()["replica-lag-ms"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(lag > 0);
+    assert_eq!(
+        json_body(r).await["results"]["bindings"][0]["n"]["value"],
+        "6"
+    );
+
+    // Back: it catches up, and answers again.
+    v.restart().await;
+    caught_up(&node, &trader).await;
+    let r = query(&node, &trader, &count, &[]).await;
+    assert_eq!(r.headers()["sparql-source"], "replica");
+    assert_eq!(
+        json_body(r).await["results"]["bindings"][0]["n"]["value"],
+        "6"
+    );
+    let dir = node.stop().await;
+    let (code, differences) = replica_command("verify", dir.path(), &v);
+    assert_eq!(code, 0, "{differences}");
+}
+
+#[tokio::test]
+async fn a_stale_or_empty_replica_is_synced_whole_and_verify_reports_differences() {
+    // A node that ran without a replica, then gets one: the start-up fills it.
+    let node = TestNode::start().await;
+    let (_, trader, agency) = kenya_circle(&node).await;
+    trader.publish_example(&node, "create-consignment").await;
+    agency.publish_example(&node, "add-event").await;
+    let (config, addr, dir) = node.halt().await;
+    let v = Virtuoso::start().await;
+    let mut config = config;
+    v.configure(&mut config);
+    config.replica.replica_max_lag_ms = 0;
+    let node = TestNode::start_again((config, addr, dir)).await;
+    caught_up(&node, &trader).await;
+    assert_eq!(graphs_with(&v, IDENTIFIER).await.len(), 1);
+    let dir = node.stop().await;
+    assert_eq!(replica_command("verify", dir.path(), &v).0, 0);
+
+    // Tampered with behind the node's back: a triple added, a graph dropped, a stray graph.
+    let trader_graph = graphs_with(&v, IDENTIFIER).await[0].clone();
+    let markers = graphs::readable(agency.org()).into_string();
+    v.update(&format!(
+        "INSERT DATA {{ GRAPH <{trader_graph}> {{ <urn:x> <urn:y> \"z\" }} }}"
+    ));
+    v.update(&format!("DROP SILENT GRAPH <{markers}>"));
+    v.update(
+        "INSERT DATA { GRAPH <urn:dataspace-node:contribution:ffff:0000> { <urn:x> <urn:y> \"z\" } }",
+    );
+    let (code, out) = replica_command("verify", dir.path(), &v);
+    assert_eq!(code, 1, "{out}");
+    for g in [
+        trader_graph.as_str(),
+        markers.as_str(),
+        "urn:dataspace-node:contribution:ffff:0000",
+    ] {
+        assert!(out.contains(g), "{g} not reported: {out}");
+    }
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(replica_command("sync", dir.path(), &v).0, 0);
+    let (code, out) = replica_command("verify", dir.path(), &v);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[tokio::test]
+async fn wrong_replica_credentials_leave_queries_to_the_store() {
+    let v = Virtuoso::start().await;
+    let node = TestNode::start_with(|c| {
+        v.configure(c);
+        c.replica.replica_password = Some("not-the-password".into());
+    })
+    .await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let started = Instant::now();
+    // The start-up sync fails (401 twice): the replica is never used.
+    while started.elapsed() < Duration::from_secs(2) {
+        let r = node
+            .client
+            .get(node.url(SPARQL))
+            .query(&[(
+                "query",
+                format!("{PREFIXES}SELECT ?c WHERE {{ ?s dsn:portOfEntryCode ?c }}"),
+            )])
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()["sparql-source"], "store");
+        let rows = json_body(r).await;
+        assert_eq!(rows["results"]["bindings"][0]["c"]["value"], "KEMBA");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        graphs_with(&v, IDENTIFIER).await.is_empty(),
+        "nothing written without credentials"
+    );
+}
