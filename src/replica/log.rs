@@ -44,6 +44,13 @@ pub struct Touched {
     /// Marker graphs that held or now hold markers of its contribution graphs.
     #[serde(rename = "m")]
     pub markers: Vec<String>,
+    /// The commit created the consignment: the replica holds nothing of it before.
+    #[serde(rename = "new", default, skip_serializing_if = "std::ops::Not::not")]
+    pub created: bool,
+    /// The triples the commit removed from each of its contribution graphs (N-Triples lines,
+    /// blank nodes skolemised): the replica deletes exactly these.
+    #[serde(rename = "gone", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub removed: BTreeMap<String, Vec<String>>,
 }
 
 /// One log entry.
@@ -160,10 +167,13 @@ impl Log {
         })
     }
 
-    /// What `hex`'s contribution graphs' markers were before this transaction and are in it.
-    fn touched(&self, tx: &Transaction<'_>, hex: &str) -> Result<Touched> {
+    /// What the transaction changed of `hex`'s contribution graphs: the marker graphs that
+    /// held or now hold their markers, and the triples it removed (none when it `created`
+    /// the consignment).
+    fn touched(&self, tx: &Transaction<'_>, hex: &str, created: bool) -> Result<Touched> {
         let predicate = dsn("readableIn");
         let mut markers = BTreeSet::new();
+        let mut removed = BTreeMap::new();
         for g in contribution_graphs(tx, hex)? {
             let subject = Some(g.as_ref().into());
             let before =
@@ -173,11 +183,36 @@ impl Log {
             marker_graphs(before, &mut markers)?;
             let now = tx.quads_for_pattern(subject, Some(predicate.as_ref()), None, None);
             marker_graphs(now, &mut markers)?;
+            if !created {
+                let gone = self.removed(tx, &g)?;
+                if !gone.is_empty() {
+                    removed.insert(g.into_string(), gone);
+                }
+            }
         }
         Ok(Touched {
             hex: hex.to_owned(),
             markers: markers.into_iter().collect(),
+            created,
+            removed,
         })
+    }
+
+    /// The triples of `graph` committed before this transaction and not in it.
+    fn removed(&self, tx: &Transaction<'_>, graph: &NamedNode) -> Result<Vec<String>> {
+        let g: oxigraph::model::GraphNameRef<'_> = graph.as_ref().into();
+        let mut out = Vec::new();
+        for q in self.store.db().quads_for_pattern(None, None, None, Some(g)) {
+            let q = q?;
+            if !tx.contains(&q)? {
+                out.push(super::update::line(&oxigraph::model::Triple::new(
+                    q.subject,
+                    q.predicate,
+                    q.object,
+                )));
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -190,9 +225,18 @@ impl Journal for Log {
         if hexes.is_empty() {
             return Ok(());
         }
+        let created: BTreeSet<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Committed::ConsignmentCreated { aig, .. } => {
+                    Some(aig.strip_prefix("aig:").unwrap_or(aig))
+                }
+                _ => None,
+            })
+            .collect();
         let consignments = hexes
             .iter()
-            .map(|hex| self.touched(tx, hex))
+            .map(|hex| self.touched(tx, hex, created.contains(hex.as_str())))
             .collect::<Result<Vec<_>>>()?;
         // Under the writer lock: numbers increase in commit order. A number taken by a write
         // whose commit then failed is a gap the shipper skips.
@@ -236,14 +280,32 @@ pub fn pending(reader: &Transaction<'_>) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-/// The consignments of `entries` with the marker graphs each named, merged.
-pub fn merged(entries: &[Entry]) -> BTreeMap<String, BTreeSet<String>> {
-    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+/// What a batch ships of one consignment.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// Marker graphs named by any of its entries.
+    pub markers: BTreeSet<String>,
+    /// Its first entry in the batch created it.
+    pub created: bool,
+    /// The triples its entries removed, per contribution graph.
+    pub removed: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The consignments of `entries`, each with what its entries named, merged.
+pub fn merged(entries: &[Entry]) -> BTreeMap<String, Merged> {
+    let mut out: BTreeMap<String, Merged> = BTreeMap::new();
     for e in entries {
         for t in &e.consignments {
-            out.entry(t.hex.clone())
-                .or_default()
-                .extend(t.markers.iter().cloned());
+            let first = !out.contains_key(&t.hex);
+            let m = out.entry(t.hex.clone()).or_default();
+            m.created |= first && t.created;
+            m.markers.extend(t.markers.iter().cloned());
+            for (g, gone) in &t.removed {
+                m.removed
+                    .entry(g.clone())
+                    .or_default()
+                    .extend(gone.iter().cloned());
+            }
         }
     }
     out

@@ -31,14 +31,13 @@ pub fn replica_error(f: Failure) -> Error {
 /// The position triple (`<epoch>:<entry>`, see [`log::epoch`]), as update operations.
 fn position(r: &mut Requests, reader: &Transaction<'_>, through: u64) -> Result<()> {
     let epoch = log::epoch(reader)?.unwrap_or_default();
-    r.drop_graph(POSITION_GRAPH);
-    r.insert(
+    r.set(
         POSITION_GRAPH,
-        &[oxigraph::model::Triple::new(
+        &oxigraph::model::Triple::new(
             NamedNode::new_unchecked(POSITION_GRAPH),
             dsn("replicatedThrough"),
             Literal::new_simple_literal(format!("{epoch}:{through}")),
-        )],
+        ),
     );
     Ok(())
 }
@@ -70,13 +69,20 @@ fn send(handle: &tokio::runtime::Handle, client: &Client, requests: Vec<String>)
     Ok(())
 }
 
-/// Ships every log entry of one snapshot: each changed consignment's markers that went
-/// first, then its graphs whole, then its markers that came, in one request where it fits;
-/// then the position. Returns the last entry shipped (`None`: nothing to ship). Blocking.
+/// Ships every log entry of one snapshot: for each changed consignment, the markers that
+/// went, the triples its commits removed, its contribution graphs as the snapshot holds
+/// them, the markers that came — in one request where it fits; then the position. Returns the last entry shipped (`None`: nothing to ship). Blocking.
+///
+/// `clean`: everything before these entries was acknowledged and nothing of them was sent
+/// (the previous batch of this process succeeded). A consignment these entries created is
+/// then absent from the replica, and is inserted without a replacement (a third of the
+/// replica's work for a new consignment). After a failure or a restart a batch may follow a
+/// partly applied one: everything is replaced.
 pub fn ship(
     store: &Store,
     client: &Client,
     handle: &tokio::runtime::Handle,
+    clean: bool,
 ) -> Result<Option<u64>> {
     let reader = store.db().start_transaction()?;
     let entries = log::pending(&reader)?;
@@ -84,15 +90,23 @@ pub fn ship(
         return Ok(None);
     };
     let mut r = Requests::default();
-    for (hex, markers) in log::merged(&entries) {
+    for (hex, merged) in log::merged(&entries) {
         let graphs = log::contribution_graphs(&reader, &hex)?;
+        let new = clean && merged.created;
         // Markers that went before the data that came with them: a revoked organisation
         // never sees, even for a moment, what was written after its revocation.
-        r.markers(&reader, &graphs, &markers, false)?;
-        for g in &graphs {
-            r.replace(&reader, g)?;
+        if !new {
+            r.markers(&reader, &graphs, &merged.markers, false)?;
         }
-        r.markers(&reader, &graphs, &markers, true)?;
+        // Each graph: the triples the batch's commits removed, then what the snapshot holds
+        // (inserting a triple the replica has is a no-op).
+        for (g, gone) in &merged.removed {
+            r.delete_lines(g, gone);
+        }
+        for g in &graphs {
+            r.add(&reader, g)?;
+        }
+        r.markers(&reader, &graphs, &merged.markers, true)?;
         r.boundary();
         send(handle, client, r.ready())?;
     }
@@ -164,7 +178,13 @@ pub fn full(store: &Store, client: &Arc<Client>, handle: &tokio::runtime::Handle
         r.boundary();
     }
     for (i, g) in ours.iter().enumerate() {
-        r.replace(&reader, &NamedNode::new_unchecked(g))?;
+        let g = NamedNode::new_unchecked(g);
+        // A graph the replica does not hold needs no replacement.
+        if theirs.contains(g.as_str()) {
+            r.replace(&reader, &g)?;
+        } else {
+            r.add(&reader, &g)?;
+        }
         r.boundary();
         send(handle, client, r.ready())?;
         if (i + 1) % 10_000 == 0 {
