@@ -116,10 +116,11 @@ impl Replica {
     /// How far the replica is behind the store: since the oldest commit it does not have.
     pub fn lag_ms(&self) -> u64 {
         let state = self.state();
-        let since = if !state.synced {
-            Some(state.unsynced_since)
+        let oldest = state.unshipped.front().map(|(_, ms)| *ms);
+        let since = if state.synced {
+            oldest
         } else {
-            state.unshipped.front().map(|(_, ms)| *ms)
+            Some(oldest.map_or(state.unsynced_since, |ms| ms.min(state.unsynced_since)))
         };
         // At least 1 while anything is missing: a commit of this very millisecond is not
         // "no lag".
@@ -188,6 +189,11 @@ impl Replica {
                 Err(e) => {
                     let mut state = self.state();
                     state.clean = false;
+                    // A replica back from a crash may have lost what it acknowledged: its
+                    // position is checked again before shipping resumes.
+                    if std::mem::replace(&mut state.synced, false) {
+                        state.unsynced_since = now_ms();
+                    }
                     if !std::mem::replace(&mut state.failing, true) {
                         tracing::warn!(error = %e, "replication to the replica failed; retrying with backoff");
                     }

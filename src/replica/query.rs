@@ -33,6 +33,13 @@ pub async fn run(
     };
     let started = std::time::Instant::now();
     let response = client.query(text, accept, timeout).await?;
+    // Virtuoso's "anytime" answer: cut at its own time limit, with 200 and these headers.
+    if let Some(state) = response.headers().get("x-sql-state") {
+        return Err(Failure::Unavailable(format!(
+            "the replica answered only in part ({})",
+            state.to_str().unwrap_or("?")
+        )));
+    }
     let truncated_at = response
         .headers()
         .get("x-sparql-maxrows")

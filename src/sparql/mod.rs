@@ -12,6 +12,7 @@
 
 pub mod guard;
 pub mod isolate;
+mod portable;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -300,40 +301,6 @@ impl Sparql {
             .unwrap_or_else(|abort| Err(aborted(abort)))
     }
 
-    /// `parsed` isolated for `caller` as [`Sparql::run`] isolates it, in standard SPARQL for
-    /// the replica: graph checks against the markers (or the `FROM` lists) instead of the
-    /// node's functions, no guard functions (the replica has its own limits; the caller's
-    /// time limit is the request's), and a SELECT cut one row past the cap.
-    pub fn portable(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        parsed: &Parsed,
-        protocol: &Protocol,
-    ) -> Result<String> {
-        let (default, named) = self.datasets(caller, scope, &parsed.query, protocol);
-        let check = |set: &Graphs| match set {
-            Graphs::Readable(r) => isolate::Portable::Markers(markers(r)),
-            Graphs::Listed(list) => {
-                let mut list: Vec<&String> = list.iter().collect();
-                list.sort();
-                isolate::Portable::Listed(
-                    list.into_iter()
-                        .map(spargebra::term::NamedNode::new_unchecked)
-                        .collect(),
-                )
-            }
-        };
-        let sources = isolate::Sources {
-            default: readable_markers(&default),
-            named: readable_markers(&named),
-            portable: Some((check(&default), check(&named))),
-        };
-        let query = isolate::rewrite(parsed.query.clone(), &|g| named.contains(g), &sources)
-            .map_err(refused)?;
-        Ok(capped(query, self.max_rows + 1).to_string())
-    }
-
     /// The graphs the query's default graph and named graphs may hold: what it (or the
     /// protocol's parameters, which replace its dataset clause, SPARQL 1.1 Protocol) asks for,
     /// narrowed to what `caller` may read in `scope`; all of that when it asks for nothing.
@@ -429,59 +396,6 @@ fn refused(_: isolate::Refused) -> Error {
         "query",
         "SERVICE is not available: the node makes no outgoing request for a query",
     )
-}
-
-/// A SELECT answering at most `limit` rows (its own LIMIT kept when smaller). Not an
-/// ordered one: Virtuoso refuses to sort for a LIMIT above its `MaxSortedTopRows` (10,000 by
-/// default); its rows are counted as they come instead.
-fn capped(query: spargebra::Query, limit: usize) -> spargebra::Query {
-    use spargebra::algebra::GraphPattern;
-    fn ordered(p: &GraphPattern) -> bool {
-        match p {
-            GraphPattern::OrderBy { .. } => true,
-            GraphPattern::Slice { inner, .. }
-            | GraphPattern::Distinct { inner }
-            | GraphPattern::Reduced { inner }
-            | GraphPattern::Project { inner, .. } => ordered(inner),
-            _ => false,
-        }
-    }
-    let spargebra::Query::Select {
-        dataset,
-        pattern,
-        base_iri,
-    } = query
-    else {
-        return query;
-    };
-    if ordered(&pattern) {
-        return spargebra::Query::Select {
-            dataset,
-            pattern,
-            base_iri,
-        };
-    }
-    let pattern = match pattern {
-        GraphPattern::Slice {
-            inner,
-            start,
-            length,
-        } => GraphPattern::Slice {
-            inner,
-            start,
-            length: Some(length.map_or(limit, |l| l.min(limit))),
-        },
-        other => GraphPattern::Slice {
-            inner: Box::new(other),
-            start: 0,
-            length: Some(limit),
-        },
-    };
-    spargebra::Query::Select {
-        dataset,
-        pattern,
-        base_iri,
-    }
 }
 
 /// The answer to a query with more than `cap` results.

@@ -38,7 +38,7 @@ fn ini(dir: &Path, isql: u16, http: u16) -> String {
          NumberOfBuffers = 10000\nMaxDirtyBuffers = 6000\nMaxQueryMem = 256M\nThreadsPerQuery = 2\n\
          AsyncQueueMaxThreads = 2\nMaxClientConnections = 20\n\
          [HTTPServer]\nServerPort = 127.0.0.1:{http}\nServerThreads = 8\nMaxClientConnections = 8\n\
-         [SPARQL]\nResultSetMaxRows = 1000000\nMaxQueryExecutionTime = 60\n"
+         [SPARQL]\nResultSetMaxRows = 1000000\nMaxQueryExecutionTime = 5\n"
     )
 }
 
