@@ -138,8 +138,9 @@ async fn serve(config: Config) -> dataspace_node::Result<()> {
     dataspace_node::run(listener, config, shutdown_signal()).await
 }
 
-/// The outcome of `export` or `import`, on stderr (stdout may be the export itself).
-fn report(result: Result<String, backup::BackupError>) -> std::process::ExitCode {
+/// The outcome of `export`, `import` or `replica sync`, on stderr (stdout may be the export
+/// itself).
+fn report(result: Result<String, impl std::fmt::Display>) -> std::process::ExitCode {
     match result {
         Ok(done) => {
             eprintln!("dataspace-node: {done}");
@@ -155,16 +156,11 @@ fn report(result: Result<String, backup::BackupError>) -> std::process::ExitCode
 async fn replica(a: ReplicaArgs) -> std::process::ExitCode {
     use dataspace_node::replica::command;
     match a.action {
-        ReplicaAction::Sync(t) => match command::sync(t.data_dir, t.replica).await {
-            Ok(done) => {
-                eprintln!("dataspace-node: {done}");
-                std::process::ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("dataspace-node: error: {e}");
-                std::process::ExitCode::FAILURE
-            }
-        },
+        ReplicaAction::Sync(t) => report(
+            command::sync(t.data_dir, t.replica)
+                .await
+                .map_err(|e| e.to_string()),
+        ),
         ReplicaAction::Verify(t) => match command::verify(t.data_dir, t.replica).await {
             Ok((differences, unshipped)) => {
                 for d in &differences {

@@ -315,7 +315,19 @@ pub fn merged(entries: &[Entry]) -> BTreeMap<String, Merged> {
 /// position counts only with the epoch it was written in: positions of a log dropped while
 /// the node ran without a replica say nothing about the changes made meanwhile.
 pub fn epoch(reader: &Transaction<'_>) -> Result<Option<String>> {
-    let p = dsn("epoch");
+    bookkeeping(reader, "epoch")
+}
+
+/// The last entry the replica acknowledged (0: none yet).
+pub fn shipped(reader: &Transaction<'_>) -> Result<u64> {
+    Ok(bookkeeping(reader, "shippedThrough")?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0))
+}
+
+/// The value of the log's own `dsn:<predicate>`.
+fn bookkeeping(reader: &Transaction<'_>, predicate: &str) -> Result<Option<String>> {
+    let p = dsn(predicate);
     let node = position_node();
     let g = graph();
     for q in reader.quads_for_pattern(
@@ -329,24 +341,6 @@ pub fn epoch(reader: &Transaction<'_>) -> Result<Option<String>> {
         }
     }
     Ok(None)
-}
-
-/// The last entry the replica acknowledged (0: none yet).
-pub fn shipped(reader: &Transaction<'_>) -> Result<u64> {
-    let p = dsn("shippedThrough");
-    let node = position_node();
-    let g = graph();
-    for q in reader.quads_for_pattern(
-        Some(node.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(g.as_ref().into()),
-    ) {
-        if let Term::Literal(l) = q?.object {
-            return Ok(l.value().parse().unwrap_or(0));
-        }
-    }
-    Ok(0)
 }
 
 fn position(through: u64) -> Quad {
