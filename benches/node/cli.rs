@@ -61,6 +61,10 @@ pub struct Args {
     /// Creates of the replica phase (each run: replication on, then off).
     #[arg(long, default_value_t = 1000)]
     pub replica_creates: usize,
+    /// Creates per second of a second lag measurement, paced (the full-speed run shows what
+    /// a burst does; this one a steady rate the replica may keep up with).
+    #[arg(long, default_value_t = 50.0)]
+    pub replica_rate: f64,
     /// Where the figures are written as JSON (to compare runs).
     #[arg(long, default_value = "bench-results.json")]
     pub json: std::path::PathBuf,

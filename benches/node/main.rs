@@ -184,17 +184,7 @@ async fn replica_phase(args: &Args, dir: &Path, m: &Measured, table: &mut Table,
         token: String::new(),
         org: m.org.clone(),
     };
-    let sparql_reads = args.sparql_reads.unwrap_or(args.reads.min(20)).max(1);
-    replica::measure(
-        dir,
-        client,
-        sparql_reads,
-        args.replica_creates,
-        m.sparql,
-        table,
-        started,
-    )
-    .await;
+    replica::measure(dir, client, args, m.sparql, table, started).await;
 }
 
 fn main() {

@@ -205,7 +205,7 @@ async fn caught_up(client: &Client, base: &str) -> Duration {
     }
 }
 
-/// Sequential Creates; every tenth is watched on Virtuoso until it is visible there (the
+/// Sequential Creates (at `rate` per second, or as fast as answered); every tenth is watched on Virtuoso until it is visible there (the
 /// replication lag from the node's answer, i.e. after the commit). One watcher asks for every
 /// watched consignment at once every 20 ms: the probes are queries the replica answers on
 /// the same cores. Create latencies and lags.
@@ -214,6 +214,7 @@ async fn creates(
     v: Option<&Arc<Virtuoso>>,
     n: usize,
     from: usize,
+    rate: Option<f64>,
 ) -> (Vec<Duration>, Vec<Duration>) {
     let watched: Arc<std::sync::Mutex<Vec<(String, Instant)>>> = Default::default();
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -247,7 +248,12 @@ async fn creates(
         })
     });
     let mut lat = Vec::new();
+    let paced = Instant::now();
     for i in 0..n {
+        if let Some(rate) = rate.filter(|r| *r > 0.0) {
+            let at = paced + Duration::from_secs_f64(i as f64 / rate);
+            tokio::time::sleep_until(at.into()).await;
+        }
         let id = format!("REPLICA-{}-{}", from + i, uuid::Uuid::new_v4().simple());
         let gid = format!("urn:uuid:{}", uuid::Uuid::new_v4());
         let s = client.change("Create", &gid, &id, from + i).await;
@@ -285,12 +291,13 @@ async fn logged_in(mut client: Client, base: &str) -> Client {
 pub async fn measure(
     dir: &Path,
     client: Client,
-    sparql_reads: usize,
-    creates_n: usize,
+    args: &crate::cli::Args,
     store_aggregate: f64,
     table: &mut Table,
     started: Instant,
 ) {
+    let sparql_reads = args.sparql_reads.unwrap_or(args.reads.min(20)).max(1);
+    let creates_n = args.replica_creates;
     progress(started, "replica: starting Virtuoso");
     let v = Arc::new(start(340_000).await);
     let (mut child, base, _) = node::spawn_with(dir, &v.env());
@@ -337,7 +344,7 @@ pub async fn measure(
         raw,
     );
     progress(started, "replica: Creates with replication on");
-    let (on, lags) = creates(&client, Some(&v), creates_n, 7_000_000).await;
+    let (on, lags) = creates(&client, Some(&v), creates_n, 7_000_000, None).await;
     table.add(
         "replica: lag commit → visible p50",
         percentile(&lags, 0.5),
@@ -348,10 +355,23 @@ pub async fn measure(
         percentile(&lags, 0.99),
         "ms",
     );
+    let rate = args.replica_rate;
+    progress(started, &format!("replica: Creates at {rate} per second"));
+    let (_, paced) = creates(&client, Some(&v), creates_n / 2, 7_500_000, Some(rate)).await;
+    table.add(
+        format!("replica: lag at {rate} Creates/s p50"),
+        percentile(&paced, 0.5),
+        "ms",
+    );
+    table.add(
+        format!("replica: lag at {rate} Creates/s p99"),
+        percentile(&paced, 0.99),
+        "ms",
+    );
     // The write path's own cost (the log entry in each commit), without the replica's work
     // on the same cores: the replica stopped, the log grows, shipping retries with backoff.
     drop(Arc::into_inner(v).expect("no watcher left"));
-    let (logged, _) = creates(&client, None, creates_n, 9_000_000).await;
+    let (logged, _) = creates(&client, None, creates_n, 9_000_000, None).await;
     child.stop();
     progress(started, "replica: Creates with replication off");
     let (mut child, base, _) = node::spawn_with(dir, &[]);
@@ -363,7 +383,7 @@ pub async fn measure(
         org: client.org.clone(),
     };
     let off_client = Arc::new(logged_in(off_client, &base).await);
-    let (off, _) = creates(&off_client, None, creates_n, 8_000_000).await;
+    let (off, _) = creates(&off_client, None, creates_n, 8_000_000, None).await;
     child.stop();
     let off = p50(off);
     table.compared(
