@@ -24,7 +24,7 @@ use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::store::{graphs, Committed, Events, Journal, Store};
+use crate::store::{graphs, records, Committed, Events, Journal, Store};
 use crate::vocab::{dsn, xsd, RDF_JSON};
 
 fn graph() -> NamedNode {
@@ -93,24 +93,9 @@ pub fn is_markers(iri: &str) -> bool {
 /// The contribution graphs of consignment `hex` on this node: its publisher's and its other
 /// contributors'.
 pub fn contribution_graphs(reader: &Transaction<'_>, hex: &str) -> Result<Vec<NamedNode>> {
-    let record = graphs::consignment(hex);
-    let mut orgs = BTreeSet::new();
-    for (p, g) in [
-        ("publisher", graphs::consignment_index()),
-        ("contributor", graphs::sharing()),
-    ] {
-        let p = dsn(p);
-        for q in reader.quads_for_pattern(
-            Some(record.as_ref().into()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        ) {
-            if let Term::NamedNode(org) = q?.object {
-                orgs.insert(org.into_string());
-            }
-        }
-    }
+    let orgs: BTreeSet<String> = records::contributors(reader, &graphs::consignment(hex))?
+        .into_iter()
+        .collect();
     Ok(orgs
         .iter()
         .map(|org| graphs::contribution(hex, org))
@@ -140,8 +125,9 @@ pub struct Log {
 }
 
 impl Log {
-    /// The log of `store`, numbering on after what it holds. Blocking.
-    pub fn open(store: Arc<Store>) -> Result<Self> {
+    /// The log of `store`, numbering on after what it holds; also the entries still waiting
+    /// to be shipped. Blocking.
+    pub fn open(store: Arc<Store>) -> Result<(Self, Vec<Entry>)> {
         if epoch(&store.db().start_transaction()?)?.is_none() {
             let fresh = Quad::new(
                 position_node(),
@@ -155,16 +141,18 @@ impl Log {
             })?;
         }
         let reader = store.db().start_transaction()?;
-        let last = pending(&reader)?
+        let waiting = pending(&reader)?;
+        let last = waiting
             .last()
             .map(|e| e.seq)
             .unwrap_or(0)
             .max(shipped(&reader)?);
         drop(reader);
-        Ok(Self {
+        let log = Self {
             store,
             next: AtomicU64::new(last + 1),
-        })
+        };
+        Ok((log, waiting))
     }
 
     /// What the transaction changed of `hex`'s contribution graphs: the marker graphs that

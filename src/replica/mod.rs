@@ -82,13 +82,9 @@ impl Replica {
             log::forget(store)?;
             return Ok(None);
         };
-        let log = Arc::new(log::Log::open(store.clone())?);
-        let reader = store.db().start_transaction()?;
-        let unshipped = log::pending(&reader)?
-            .iter()
-            .map(|e| (e.seq, e.ms))
-            .collect();
-        drop(reader);
+        let (log, waiting) = log::Log::open(store.clone())?;
+        let log = Arc::new(log);
+        let unshipped = waiting.iter().map(|e| (e.seq, e.ms)).collect();
         let replica = Arc::new(Self {
             store: store.clone(),
             client: Arc::new(client),

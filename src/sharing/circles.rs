@@ -3,7 +3,7 @@
 use oxigraph::model::{GraphName, NamedNode};
 use oxigraph::store::Transaction;
 
-use super::{has, quad, readable, Sharing};
+use super::{has, quad, Sharing};
 use crate::error::Result;
 use crate::store::graphs;
 use crate::vocab::dsn;
@@ -29,7 +29,7 @@ impl Sharing {
     pub fn contributors(&self, record: &NamedNode) -> Result<Vec<String>> {
         let g = GraphName::NamedNode(graphs::sharing());
         let p = dsn("contributor");
-        readable::named_objects(
+        crate::store::records::named_objects(
             self.store
                 .db()
                 .quads_for_pattern(

@@ -20,10 +20,11 @@
 //! consignment), a member leaving (the same, removed). [`rebuild`] writes them for a store
 //! from before they existed; a test compares them with `Readable` after a sharing scenario.
 
-use oxigraph::model::{GraphName, NamedNode, NamedNodeRef, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad};
 use oxigraph::store::Transaction;
 
 use crate::error::Result;
+use crate::store::records::{circle, contributors};
 use crate::store::{graphs, Store};
 use crate::vocab::dsn;
 
@@ -70,58 +71,6 @@ fn unmark(tx: &mut Transaction<'_>, graph: &NamedNode, org: &str, kind: Kind) {
     for q in quads(graph, org, kind) {
         tx.remove(&q);
     }
-}
-
-/// The named-node objects of `record <predicate> ?o` in `graph`.
-pub(super) fn objects(
-    tx: &Transaction<'_>,
-    record: &NamedNode,
-    predicate: &str,
-    graph: NamedNodeRef<'_>,
-) -> Result<Vec<String>> {
-    let p = dsn(predicate);
-    let quads = tx
-        .quads_for_pattern(
-            Some(record.as_ref().into()),
-            Some(p.as_ref()),
-            None,
-            Some(graph.into()),
-        )
-        .map(|q| q.map_err(Into::into));
-    named_objects(quads)
-}
-
-/// The IRIs among the objects of some quads (organisations, in the sharing and index graphs).
-pub(super) fn named_objects(quads: impl Iterator<Item = Result<Quad>>) -> Result<Vec<String>> {
-    quads
-        .filter_map(|q| match q {
-            Ok(Quad {
-                object: Term::NamedNode(o),
-                ..
-            }) => Some(Ok(o.into_string())),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        })
-        .collect()
-}
-
-/// The record's publisher and the organisations `predicate` names for it in the sharing graph.
-fn publisher_and(tx: &Transaction<'_>, record: &NamedNode, predicate: &str) -> Result<Vec<String>> {
-    let index = graphs::consignment_index();
-    let mut orgs = objects(tx, record, "publisher", index.as_ref())?;
-    orgs.extend(objects(tx, record, predicate, graphs::sharing().as_ref())?);
-    Ok(orgs)
-}
-
-/// The consignment's circle: its publisher and the organisations it is shared with.
-fn circle(tx: &Transaction<'_>, record: &NamedNode) -> Result<Vec<String>> {
-    publisher_and(tx, record, "sharedWith")
-}
-
-/// Every organisation with a contribution graph for the consignment: its publisher and its
-/// other contributors.
-fn contributors(tx: &Transaction<'_>, record: &NamedNode) -> Result<Vec<String>> {
-    publisher_and(tx, record, "contributor")
 }
 
 /// `org` wrote its first contribution to consignment `aig_hex` (`record`): its own, and

@@ -46,7 +46,7 @@ fn publisher_of(
 ) -> Result<Option<String>> {
     let index = graphs::consignment_index();
     Ok(
-        super::readable::objects(tx, record, "publisher", index.as_ref())?
+        crate::store::records::objects(tx, record, "publisher", index.as_ref())?
             .into_iter()
             .next(),
     )

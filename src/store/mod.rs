@@ -10,6 +10,7 @@ pub mod events;
 pub mod graphs;
 pub mod memory;
 pub mod queries;
+pub mod records;
 pub mod rekey;
 
 use std::path::Path;
