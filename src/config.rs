@@ -118,9 +118,11 @@ pub struct Config {
     )]
     pub sparql_max_concurrent_per_org: usize,
 
-    /// Write the SPARQL endpoint's readable-graph markers again at start-up. Needed once
-    /// after an earlier version of the node (one that did not keep them) ran on this data
-    /// dir: their grants and revocations left the markers behind.
+    /// Write the SPARQL endpoint's readable-graph markers again at start-up, and rebuild the
+    /// in-memory models from the store instead of the shutdown's snapshot. Needed once after
+    /// an earlier version of the node ran on this data dir: one that did not keep markers left
+    /// them behind its grants and revocations; one that did not know the snapshot left it
+    /// behind its writes.
     #[arg(long, env = "DATASPACE_NODE_REBUILD_MARKERS")]
     pub rebuild_markers: bool,
 

@@ -140,8 +140,9 @@ pub async fn run(
         // Unshipped entries stay in the store's log for the next start.
         let _ = task.await;
     }
-    let store = node.store.clone();
-    tokio::task::spawn_blocking(move || store.flush()).await??;
-    tracing::info!("stopped; store flushed");
+    let closing = node.clone();
+    // Sealing, flushing and writing the models snapshot is disk work.
+    tokio::task::spawn_blocking(move || closing.close()).await??;
+    tracing::info!("stopped; store flushed, models saved");
     Ok(())
 }

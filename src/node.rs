@@ -19,6 +19,7 @@ use crate::replica::Replica;
 use crate::secrets;
 use crate::sharing::Sharing;
 use crate::sparql::Sparql;
+use crate::store::snapshot::Snapshot;
 use crate::store::{Queries, Store};
 use crate::views::Views;
 use crate::vocab::Vocabulary;
@@ -38,6 +39,8 @@ pub struct Node {
     pub federation: Arc<Federation>,
     /// The SPARQL engine mirroring the contribution graphs, when one is configured.
     pub replica: Option<Arc<Replica>>,
+    /// The own lists' order (also read by views and the SPARQL endpoint).
+    pub listing: Arc<Listing>,
     /// The node's vocabulary, served at `/ns`.
     pub vocabulary: Vocabulary,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
@@ -64,7 +67,10 @@ impl Node {
         )?);
         let auth = auth_of(&config, &operator_key, &session_secret, accounts.clone())?;
         let codes = Arc::new(CodeLists::load()?);
-        let listing = Arc::new(Listing::load(&store, &queries)?);
+        let snapshot = Snapshot::take(&config.data_dir, store.snapshot_token())
+            // An earlier version may have run since (it leaves the token): rebuild everything.
+            .filter(|_| !config.rebuild_markers);
+        let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref())?);
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
         let federation = federation_of(&config, &identity, &documents)?;
@@ -83,6 +89,7 @@ impl Node {
             identity.clone(),
             federation.clone(),
             &cursor_key,
+            snapshot.as_ref(),
         )?);
         let intake = Intake::new(
             store.clone(),
@@ -111,11 +118,16 @@ impl Node {
             &config,
             store.clone(),
             sharing.clone(),
-            listing,
+            listing.clone(),
             replica.clone(),
         );
         let vocabulary = Vocabulary::load()?;
-        tracing::info!(did = %identity.node_did(), base_url = identity.base_url(), "node opened");
+        tracing::info!(
+            did = %identity.node_did(),
+            base_url = identity.base_url(),
+            models = if snapshot.is_some() { "snapshot" } else { "rebuilt from the store" },
+            "node opened"
+        );
         Ok(Self {
             config,
             identity,
@@ -130,10 +142,40 @@ impl Node {
             sparql,
             federation,
             replica,
+            listing,
             vocabulary,
             closing: tokio::sync::watch::channel(false).0,
         })
     }
+}
+
+impl Node {
+    /// The last write of a clean shutdown, once nothing else writes: the store sealed with a
+    /// new token and flushed, then the in-memory models saved with that token for the next
+    /// start ([`crate::store::snapshot`]). Blocking.
+    pub fn close(&self) -> Result<()> {
+        let token = self.store.seal()?;
+        // Durable before the snapshot: a snapshot must never describe commits a power loss
+        // could take back.
+        self.store.flush()?;
+        let mut snapshot = Snapshot::new(token);
+        snapshot.put("listing", self.listing.encode());
+        self.sharing.save(&mut snapshot);
+        snapshot.save(&self.config.data_dir)?;
+        Ok(())
+    }
+}
+
+/// The own lists' order: from the snapshot when there is one, else from every record.
+fn listing_of(store: &Store, queries: &Queries, snapshot: Option<&Snapshot>) -> Result<Listing> {
+    let saved = snapshot.and_then(|s| Listing::decode(s.section("listing")?));
+    let listing = match saved {
+        Some(listing) => listing,
+        None => Listing::load(store, queries)?,
+    };
+    // Later stamps follow the newest creation time (a clock stepped back included).
+    store.stamped_at_least(listing.newest().unwrap_or(0));
+    Ok(listing)
 }
 
 /// The secrets kept in `<data-dir>/secrets`, created at the first start.

@@ -15,6 +15,7 @@ use oxigraph::model::Term;
 use crate::error::Result;
 use crate::rdf::text;
 use crate::store::Query;
+use crate::store::snapshot::{Decoder, Encoder};
 use crate::store::{Committed, Queries, ReadModel, Store};
 
 /// Sort key: milliseconds since the epoch, then the aig id.
@@ -60,23 +61,19 @@ pub fn aig_of(row: &oxigraph::sparql::QuerySolution) -> Option<String> {
 }
 
 impl Listing {
-    /// Reads every record of the store's index, and makes the store's stamps follow the
-    /// newest creation time. Blocking.
+    /// Reads every record of the store's index. Blocking.
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let listing = Self::default();
-        let mut newest = 0;
         queries.each(store, Query::ConsignmentRecords, &[], |row| {
             if let (Some(org), Some(aig), Some(at)) =
                 (text(&row, "org"), aig_of(&row), text(&row, "created"))
             {
                 if let Some(ms) = millis(&at) {
-                    newest = newest.max(ms);
                     listing.insert(&org, (ms, aig));
                 }
             }
             true
         })?;
-        store.stamped_at_least(newest);
         Ok(listing)
     }
 
@@ -110,6 +107,51 @@ impl Listing {
         }
     }
 
+    /// The whole order, for the models snapshot ([`crate::store::snapshot`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        let mut e = Encoder::default();
+        e.u64(map.len() as u64);
+        for (org, keys) in map.iter() {
+            e.str(org);
+            e.u64(keys.order.len() as u64);
+            for (ms, aig) in &keys.order {
+                e.i64(*ms);
+                e.str(aig);
+            }
+        }
+        e.0
+    }
+
+    /// The order [`Listing::encode`] wrote; `None` when the bytes are not such an order.
+    pub fn decode(mut d: Decoder<'_>) -> Option<Self> {
+        let listing = Self::default();
+        {
+            let mut map = listing.by_org.write().unwrap_or_else(|p| p.into_inner());
+            for _ in 0..d.count(16)? {
+                let org = d.str()?.to_owned();
+                let mut keys = Keys::default();
+                for _ in 0..d.count(16)? {
+                    let key = (d.i64()?, d.str()?.to_owned());
+                    if let Some(bits) = id_bits(&key.1) {
+                        keys.ids.insert(bits);
+                    }
+                    keys.order.insert(key);
+                }
+                map.insert(org, keys);
+            }
+        }
+        d.is_empty().then_some(listing)
+    }
+
+    /// The newest creation time listed.
+    pub fn newest(&self) -> Option<i64> {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        map.values()
+            .filter_map(|k| k.order.last().map(|(ms, _)| *ms))
+            .max()
+    }
+
     /// Up to `n` keys of `org`, newest first, strictly after `after` when given.
     pub fn page(&self, org: &str, after: Option<&Key>, n: usize) -> Vec<Key> {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
@@ -141,6 +183,25 @@ impl ReadModel for Listing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_order_comes_back_from_its_encoding() {
+        let l = Listing::default();
+        let aig = "aig:0123456789abcdef0123456789abcdef";
+        for (org, ms, id) in [("a", 3, "c"), ("a", 1, aig), ("b", -2, "x")] {
+            l.insert(org, (ms, id.into()));
+        }
+        let bytes = l.encode();
+        let mut e = crate::store::snapshot::Snapshot::new("t".into());
+        e.put("l", bytes.clone());
+        let back = Listing::decode(e.section("l").unwrap()).unwrap();
+        assert_eq!(back.page("a", None, 9), l.page("a", None, 9));
+        assert_eq!(back.page("b", None, 9), vec![(-2, "x".to_owned())]);
+        assert!(back.contains("a", id_bits(aig).unwrap()));
+        assert_eq!(back.newest(), Some(3));
+        e.put("l", bytes[..bytes.len() - 1].to_vec());
+        assert!(Listing::decode(e.section("l").unwrap()).is_none());
+    }
 
     #[test]
     fn pages_walk_newest_first_without_repeats() {

@@ -47,6 +47,7 @@ use crate::federation::Federation;
 use crate::identity::NodeIdentity;
 use crate::rdf::text;
 use crate::store::Query;
+use crate::store::snapshot::Snapshot;
 use crate::store::{graphs, Committed, Queries, ReadModel, Store};
 use index::PolicySet;
 use notifications::Notifications;
@@ -112,6 +113,7 @@ impl Sharing {
         identity: Arc<NodeIdentity>,
         federation: Arc<Federation>,
         cursor_key: &[u8],
+        snapshot: Option<&Snapshot>,
     ) -> Result<Self> {
         upgrade::run(&store, &queries)?;
         let marked = readable::rebuild(&store)?;
@@ -129,18 +131,19 @@ impl Sharing {
             }
             true
         })?;
-        let shared = Listing::default();
-        queries.each(&store, Query::SharedRecords, &[], |row| {
-            if let (Some(org), Some(aig), Some(ms)) = (
-                text(&row, "org"),
-                listing::aig_of(&row),
-                text(&row, "created").and_then(|c| listing::millis(&c)),
-            ) {
-                shared.insert(&org, (ms, aig));
-            }
-            true
-        })?;
-        let notifications = Notifications::load(&store, &queries)?;
+        let saved = snapshot.and_then(|s| {
+            Some((
+                Listing::decode(s.section("shared")?)?,
+                Notifications::decode(s.section("notifications")?)?,
+            ))
+        });
+        let (shared, notifications) = match saved {
+            Some(saved) => saved,
+            None => (
+                shared_records(&store, &queries)?,
+                Notifications::load(&store, &queries)?,
+            ),
+        };
         tracing::info!(policies = policies.len(), "sharing rules loaded");
         Ok(Self {
             target: identity.policy_target(),
@@ -154,6 +157,13 @@ impl Sharing {
             notifications,
             cursors: Cursors::new(cursor_key),
         })
+    }
+
+    /// The shared lists and the notification index, for the models snapshot (the policies
+    /// are read from the store at every start: their number does not grow with history).
+    pub fn save(&self, snapshot: &mut Snapshot) {
+        snapshot.put("shared", self.shared.encode());
+        snapshot.put("notifications", self.notifications.encode());
     }
 
     /// ISO 3166 alpha-2 codes: what a port's country and a country rule may be.
@@ -207,4 +217,20 @@ impl ReadModel for Sharing {
             _ => {}
         }
     }
+}
+
+/// The consignments shared with each organisation, in list order, from the store's grants.
+fn shared_records(store: &Store, queries: &Queries) -> Result<Listing> {
+    let shared = Listing::default();
+    queries.each(store, Query::SharedRecords, &[], |row| {
+        if let (Some(org), Some(aig), Some(ms)) = (
+            text(&row, "org"),
+            listing::aig_of(&row),
+            text(&row, "created").and_then(|c| listing::millis(&c)),
+        ) {
+            shared.insert(&org, (ms, aig));
+        }
+        true
+    })?;
+    Ok(shared)
 }

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use crate::error::Result;
 use crate::store::Query;
+use crate::store::snapshot::{Decoder, Encoder};
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::dsn;
 
@@ -64,6 +65,39 @@ impl Notifications {
             seqs.sort_unstable();
         }
         Ok(Self {
+            last: AtomicU64::new(last),
+            by_org: RwLock::new(by_org),
+            published: watch::channel(last).0,
+        })
+    }
+
+    /// The numbers and their recipients, for the models snapshot.
+    pub fn encode(&self) -> Vec<u8> {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        let mut e = Encoder::default();
+        e.u64(self.last.load(Ordering::SeqCst));
+        e.u64(map.len() as u64);
+        for (graph, seqs) in map.iter() {
+            e.str(graph);
+            e.u64(seqs.len() as u64);
+            for seq in seqs {
+                e.u64(*seq);
+            }
+        }
+        e.0
+    }
+
+    /// What [`Notifications::encode`] wrote; `None` when the bytes are not that.
+    pub fn decode(mut d: Decoder<'_>) -> Option<Self> {
+        let last = d.u64()?;
+        let mut by_org = HashMap::new();
+        for _ in 0..d.count(16)? {
+            let graph = d.str()?.to_owned();
+            let n = d.count(8)?;
+            let seqs = (0..n).map(|_| d.u64()).collect::<Option<Vec<u64>>>()?;
+            by_org.insert(graph, seqs);
+        }
+        d.is_empty().then(|| Self {
             last: AtomicU64::new(last),
             by_org: RwLock::new(by_org),
             published: watch::channel(last).0,
@@ -140,5 +174,32 @@ impl Notifications {
             Some(Term::Literal(l)) => serde_json::from_str(l.value()).ok(),
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::snapshot::Snapshot;
+
+    #[test]
+    fn numbers_come_back_from_their_encoding() {
+        let n = Notifications {
+            last: AtomicU64::new(0),
+            by_org: RwLock::new(HashMap::new()),
+            published: watch::channel(0).0,
+        };
+        n.last.store(7, Ordering::SeqCst);
+        n.committed(&[("did:a".into(), 3), ("did:b".into(), 5), ("did:a".into(), 7)]);
+        let mut s = Snapshot::new("t".into());
+        s.put("n", n.encode());
+        let back = Notifications::decode(s.section("n").unwrap()).unwrap();
+        assert_eq!(back.page("did:a", None, 9), vec![7, 3]);
+        assert_eq!(back.after("did:b", 0, 9), vec![5]);
+        assert_eq!(back.latest(), 7);
+        assert_eq!(back.last.load(Ordering::SeqCst), 7);
+        let bytes = n.encode();
+        s.put("n", bytes[..bytes.len() - 3].to_vec());
+        assert!(Notifications::decode(s.section("n").unwrap()).is_none());
     }
 }

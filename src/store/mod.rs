@@ -12,13 +12,14 @@ pub mod memory;
 pub mod queries;
 pub mod records;
 pub mod rekey;
+pub mod snapshot;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{NamedNode, Term};
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
 use crate::error::{Error, Result};
@@ -39,6 +40,10 @@ pub struct Store {
     models: RwLock<Vec<Weak<dyn ReadModel>>>,
     /// What writes record in their own transaction (weak, as the models).
     journals: RwLock<Vec<Weak<dyn Journal>>>,
+    /// The models snapshot token the store held when it was opened (deleted since).
+    opened_token: Option<String>,
+    /// Set by [`Store::seal`]: every later commit is refused.
+    sealed: AtomicBool,
 }
 
 /// Table files RocksDB keeps open. Left to Oxigraph it would take the whole soft limit but 48,
@@ -56,6 +61,7 @@ impl Store {
         std::fs::create_dir_all(path)?;
         let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
         let db = oxigraph::store::Store::open_with_options(path, options)?;
+        let opened_token = take_token(&db)?;
         Ok(Self {
             db,
             writer: Mutex::new(()),
@@ -64,7 +70,26 @@ impl Store {
             stamped: AtomicI64::new(0),
             models: RwLock::new(Vec::new()),
             journals: RwLock::new(Vec::new()),
+            opened_token,
+            sealed: AtomicBool::new(false),
         })
+    }
+
+    /// The token of the models snapshot this store state matches, if any ([`snapshot`]).
+    pub fn snapshot_token(&self) -> Option<&str> {
+        self.opened_token.as_deref()
+    }
+
+    /// Writes a new snapshot token as the store's last commit and refuses every later one: the
+    /// in-memory models stay as they are now, which the caller saves with the token.
+    pub fn seal(&self) -> Result<String> {
+        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let token = uuid::Uuid::new_v4().to_string();
+        let mut tx = self.db.start_transaction()?;
+        tx.insert(&token_quad(&token));
+        tx.commit()?;
+        self.sealed.store(true, Ordering::SeqCst);
+        Ok(token)
     }
 
     /// A write's time, in milliseconds since the epoch: the clock, but strictly later than any
@@ -108,6 +133,9 @@ impl Store {
         // A poisoned lock only means another writer panicked; its transaction was never
         // committed, so the store is consistent and the lock can be taken over.
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if self.sealed.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable("the node is shutting down".into()));
+        }
         let mut tx = self.db.start_transaction()?;
         let mut events = Events::default();
         let out = f(&mut tx, &mut events)?;
@@ -206,6 +234,46 @@ impl Store {
         }
         Ok(false)
     }
+}
+
+fn token_quad(token: &str) -> Quad {
+    Quad::new(
+        NamedNode::new_unchecked("urn:dataspace-node:models"),
+        crate::vocab::dsn("snapshotToken"),
+        Literal::new_simple_literal(token),
+        GraphName::NamedNode(graphs::layout()),
+    )
+}
+
+/// Reads the snapshot token and deletes it: whatever this opener does next, a snapshot taken
+/// before can only describe the state as it is now, so only this opener may use it.
+fn take_token(db: &oxigraph::store::Store) -> Result<Option<String>> {
+    let subject = NamedNode::new_unchecked("urn:dataspace-node:models");
+    let predicate = crate::vocab::dsn("snapshotToken");
+    let layout = graphs::layout();
+    let quads: Vec<Quad> = db
+        .quads_for_pattern(
+            Some(subject.as_ref().into()),
+            Some(predicate.as_ref()),
+            None,
+            Some(layout.as_ref().into()),
+        )
+        .collect::<std::result::Result<_, _>>()?;
+    if quads.is_empty() {
+        return Ok(None);
+    }
+    let mut tx = db.start_transaction()?;
+    for q in &quads {
+        tx.remove(q);
+    }
+    tx.commit()?;
+    Ok(match quads.as_slice() {
+        [one] => match &one.object {
+            Term::Literal(l) => Some(l.value().to_owned()),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 #[cfg(test)]

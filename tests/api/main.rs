@@ -23,5 +23,6 @@ mod sessions;
 mod shacl;
 mod sharing;
 mod sparql;
+mod startup;
 mod upgrade;
 mod vocabulary;
