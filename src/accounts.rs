@@ -102,6 +102,23 @@ impl Accounts {
         )
     }
 
+    /// The user DIDs of organisation `org`. Blocking.
+    pub fn users_of(&self, org: &str) -> Result<Vec<String>> {
+        let Ok(org) = NamedNode::new(org) else {
+            return Ok(Vec::new());
+        };
+        let rows = self
+            .queries
+            .select(&self.store, Query::OrganizationUsers, &[("org", org.into())])?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| match row.get("user") {
+                Some(Term::NamedNode(u)) => Some(u.as_str().to_owned()),
+                _ => None,
+            })
+            .collect())
+    }
+
     pub fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
         let rows = self.queries.select(
             &self.store,

@@ -27,6 +27,7 @@
 //!   and import of the whole store (`store::backup`).
 //! - [`vocab`]: the node's namespace and its published vocabulary (`vocab/`, `GET /ns`).
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
+//! - [`load`]: `dataspace-node load`, an organisation's history onboarded in batches.
 //! - [`fd_limit`]: the file descriptor limit raised at start-up, connections capped within it.
 
 pub mod accounts;
@@ -42,6 +43,7 @@ pub mod http;
 pub mod identity;
 pub mod intake;
 pub mod jsonld;
+pub mod load;
 pub mod node;
 pub mod rdf;
 pub mod replica;

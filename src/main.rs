@@ -27,6 +27,10 @@ enum Command {
     /// Load an export into a data dir whose store is empty or absent. The node must be
     /// stopped. Copy blobs/ and secrets/ of the backup into the data dir before starting it.
     Import(ImportArgs),
+    /// Onboard an organisation's history: files of activities (JSON lines, or directories of
+    /// .json files) checked and applied as if each had been posted to the inbox, in order. The
+    /// node must be stopped. Refused lines are printed as JSON lines; progress on stderr.
+    Load(Box<dataspace_node::load::LoadArgs>),
     /// The SPARQL replica (`--replica-query-url`): fill it from the store, or compare the two.
     /// The node must be stopped.
     Replica(ReplicaArgs),
@@ -116,6 +120,7 @@ async fn cli() -> std::process::ExitCode {
             ))
         }
         Command::Replica(a) => return replica(a).await,
+        Command::Load(a) => return load(*a).await,
         Command::Import(a) => {
             return report(backup::import_command(
                 &a.data_dir,
@@ -182,6 +187,28 @@ async fn replica(a: ReplicaArgs) -> std::process::ExitCode {
                 std::process::ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Exit 0 when every line was applied (now or before), 1 when any was refused, 2 when the
+/// load could not run.
+async fn load(args: dataspace_node::load::LoadArgs) -> std::process::ExitCode {
+    match dataspace_node::load::run(args).await {
+        Ok(t) => {
+            eprintln!(
+                "dataspace-node: loaded: {} applied, {} applied before, {} refused",
+                t.applied, t.replayed, t.refused
+            );
+            if t.refused == 0 {
+                std::process::ExitCode::SUCCESS
+            } else {
+                std::process::ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("dataspace-node: error: {e}");
+            std::process::ExitCode::from(2)
+        }
     }
 }
 

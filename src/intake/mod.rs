@@ -13,6 +13,7 @@
 
 pub mod activity;
 mod apply;
+mod batch;
 mod checks;
 #[cfg(test)]
 mod conformance;
@@ -40,6 +41,7 @@ use crate::store::{Queries, Store};
 use credential::Credentials;
 use log::Entry;
 use shapes::Shapes;
+pub use batch::Loaded;
 pub use validate::Validation;
 
 /// How long each stage of one activity took (reported as `Server-Timing`).

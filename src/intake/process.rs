@@ -20,14 +20,23 @@ use crate::error::Result;
 use crate::store::{graphs, Events};
 
 /// A document's content as taken before the transaction: `Err` is the task's error message.
-type Taken = Option<std::result::Result<Content, String>>;
+pub(super) type Taken = Option<std::result::Result<Content, String>>;
 
 /// One activity on its way into the write transaction.
-struct Pending<'a> {
-    caller: &'a Caller,
-    prepared: &'a Prepared,
-    content: &'a Taken,
-    started_at: &'a str,
+pub(super) struct Pending<'a> {
+    pub caller: &'a Caller,
+    pub prepared: &'a Prepared,
+    pub content: &'a Taken,
+    pub started_at: &'a str,
+}
+
+/// What becomes of a task that fails in the transaction (a conflict, a consignment not found).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Failures {
+    /// Its failed log entry is written: the inbox answers with it, a retry replaces it.
+    Logged,
+    /// Nothing of it is written: the bulk load reports it and a later load tries again.
+    Dropped,
 }
 
 impl Intake {
@@ -69,7 +78,7 @@ impl Intake {
         // notifications their indexes — the models registered with the store apply the events.
         let ((entry, created), events) = self
             .store
-            .commit(|tx, events| self.write(&pending, tx, events))?;
+            .commit(|tx, events| self.write(&pending, tx, events, Failures::Logged))?;
         timings.store = t.elapsed();
         timings.route = events.routing;
         Ok(Outcome {
@@ -81,11 +90,12 @@ impl Intake {
 
     /// The transaction of one activity, under the writer lock: its entry (and whether it is
     /// new).
-    fn write(
+    pub(super) fn write(
         &self,
         pending: &Pending<'_>,
         tx: &mut Transaction<'_>,
         events: &mut Events,
+        failures: Failures,
     ) -> Result<(Entry, bool)> {
         let p = pending.prepared;
         let log_node = graphs::minted("activity-log", &p.entry_id);
@@ -99,13 +109,11 @@ impl Intake {
         if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
             return Ok((existing.clone(), false));
         }
-        if previous.is_some() {
-            remove_entry(tx, &activities_graph, &log_node)?;
-        }
         let now = crate::consignment::format_millis(now);
         let outcome = self.apply(pending, tx, events, &now)?;
-        if outcome.is_err() {
-            // The task failed: its log entry is written, and nothing else counts.
+        let failed = outcome.is_err();
+        if failed {
+            // The task failed: nothing but its log entry counts (and not even that for a load).
             events.clear();
         }
         let entry = Entry::new(
@@ -116,6 +124,12 @@ impl Intake {
             outcome,
             p.warnings.clone(),
         );
+        if failed && failures == Failures::Dropped {
+            return Ok((entry, false));
+        }
+        if previous.is_some() {
+            remove_entry(tx, &activities_graph, &log_node)?;
+        }
         write_entry(tx, &activities_graph, &log_node, &entry)?;
         Ok((entry, true))
     }
@@ -161,7 +175,7 @@ impl Intake {
     /// activity adds no document, or adds one to a consignment the caller cannot reach (the
     /// transaction then fails the task without anything being fetched); `Some(Err)` is the
     /// task's error.
-    fn take_content(&self, caller: &Caller, activity: &Activity) -> Result<Taken> {
+    pub(super) fn take_content(&self, caller: &Caller, activity: &Activity) -> Result<Taken> {
         let object = activity.object();
         if activity.kind != Kind::Add
             || object.get("type").and_then(Value::as_str) != Some("Document")

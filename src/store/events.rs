@@ -90,6 +90,12 @@ impl Events {
         self.list.clear();
     }
 
+    /// Adds another write's events after these (writes committed together).
+    pub fn append(&mut self, other: Events) {
+        self.list.extend(other.list);
+        self.routing += other.routing;
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Committed> {
         self.list.iter()
     }

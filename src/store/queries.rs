@@ -42,6 +42,7 @@ queries! {
     UserByEmail => "user_by_email",
     OrganizationKeys => "organization_keys",
     OrganizationExists => "organization_exists",
+    OrganizationUsers => "organization_users",
     ConsignmentByKey => "consignment_by_key",
     ConsignmentSharedByKey => "consignment_shared_by_key",
     ActivityLogEntry => "activity_log_entry",

@@ -13,6 +13,7 @@ mod federation;
 mod ids;
 mod inbox;
 mod linked;
+mod load;
 mod openapi;
 mod operations;
 mod process;

@@ -1,0 +1,164 @@
+//! Many activities of one caller in one transaction: the write of the bulk load
+//! (`dataspace-node load`). Each activity gets the inbox's checks and its write — the same
+//! `prepare` and `write` as [`Intake::process`], in file order — so the store ends as if each
+//! had been posted; only the commit is shared. Oxigraph's transactions read their own writes,
+//! so a later activity of a batch sees what an earlier one wrote (an `Update` of a consignment
+//! created three lines above, a repeated line answered as a replay).
+//!
+//! Unlike the inbox, a failed activity leaves nothing: no failed log entry. The load reports it
+//! and a load of the same file later applies it once it is mended (lines applied before are
+//! replays then, answered with their entries).
+
+use serde_json::{json, Value};
+
+use super::activity::Kind;
+use super::log::TaskError;
+use super::prepare::Prepared;
+use super::process::{Failures, Pending, Taken};
+use super::{Intake, Timings};
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::store::Events;
+
+/// What became of one activity of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Loaded {
+    /// Applied now: its log entry's id.
+    Applied(String),
+    /// Applied before (the same activity by the same organisation): the entry's id.
+    Replayed(String),
+    /// Refused, with what the inbox would have said: a request error (`status`, `message`,
+    /// `properties`) or the failed task's error (`ValidationError` with its detail, conflict,
+    /// not found).
+    Refused(Value),
+}
+
+/// A line that passed the checks outside the transaction.
+struct Ready {
+    index: usize,
+    prepared: Prepared,
+    content: Taken,
+    started_at: String,
+}
+
+impl Intake {
+    /// Checks `bodies` and applies those that pass, in order, in one transaction. `Err` only
+    /// for failures of the node itself (nothing of the batch is written then). Blocking; a
+    /// document's content is taken on this thread, which must be inside the async runtime
+    /// (a blocking-pool thread).
+    pub fn process_batch(&self, caller: &Caller, bodies: &[Vec<u8>]) -> Result<Vec<Loaded>> {
+        let mut outcomes: Vec<Option<Loaded>> = vec![None; bodies.len()];
+        let mut ready = Vec::new();
+        for (index, prepared) in self.prepare_all(caller, bodies).into_iter().enumerate() {
+            let started_at = crate::consignment::now();
+            let prepared = match prepared {
+                Err(e) => {
+                    outcomes[index] = Some(Loaded::Refused(request_error(&e)));
+                    continue;
+                }
+                Ok(p) if !p.failures.is_empty() => {
+                    outcomes[index] = Some(refused(&TaskError::validation(&p.failures)));
+                    continue;
+                }
+                Ok(p) => p,
+            };
+            if let Some(entry) = self.entry(&caller.organization, &prepared.entry_id)? {
+                if !entry.failed() {
+                    outcomes[index] = Some(Loaded::Replayed(prepared.entry_id.clone()));
+                    continue;
+                }
+            }
+            let mut content = self.take_content(caller, &prepared.activity)?;
+            if content.is_none() && adds_document(&prepared) && !ready.is_empty() {
+                // Its consignment may be one this batch creates: the content is taken once the
+                // lines before are committed, as it would be had they been posted first.
+                self.commit_ready(caller, std::mem::take(&mut ready), &mut outcomes)?;
+                content = self.take_content(caller, &prepared.activity)?;
+            }
+            if let Some(Err(message)) = &content {
+                outcomes[index] = Some(refused(&TaskError::document(message.clone())));
+                continue;
+            }
+            ready.push(Ready {
+                index,
+                prepared,
+                content,
+                started_at,
+            });
+        }
+        self.commit_ready(caller, ready, &mut outcomes)?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.expect("every line has an outcome"))
+            .collect())
+    }
+
+    /// One transaction writing `ready` in order, as the inbox writes each.
+    fn commit_ready(
+        &self,
+        caller: &Caller,
+        ready: Vec<Ready>,
+        outcomes: &mut [Option<Loaded>],
+    ) -> Result<()> {
+        if ready.is_empty() {
+            return Ok(());
+        }
+        self.store.commit(|tx, events| {
+            for r in &ready {
+                let pending = Pending {
+                    caller,
+                    prepared: &r.prepared,
+                    content: &r.content,
+                    started_at: &r.started_at,
+                };
+                let mut own = Events::default();
+                let (entry, created) = self.write(&pending, tx, &mut own, Failures::Dropped)?;
+                let error = entry.tasks.iter().find_map(|t| t.error.as_ref());
+                outcomes[r.index] = Some(match (error, created) {
+                    (Some(error), _) => refused(error),
+                    (None, true) => Loaded::Applied(entry.id.clone()),
+                    (None, false) => Loaded::Replayed(entry.id.clone()),
+                });
+                events.append(own);
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// The inbox's checks of every body, on two threads: expansion and shapes are the load's
+    /// CPU work, and the writes wait for them.
+    fn prepare_all(&self, caller: &Caller, bodies: &[Vec<u8>]) -> Vec<Result<Prepared>> {
+        let half = bodies.len().div_ceil(2);
+        let prepare = |part: &[Vec<u8>]| -> Vec<Result<Prepared>> {
+            part.iter()
+                .map(|body| self.prepare(caller, body, &mut Timings::default()))
+                .collect()
+        };
+        std::thread::scope(|scope| {
+            let (first, second) = bodies.split_at(half);
+            let other = scope.spawn(|| prepare(second));
+            let mut all = prepare(first);
+            all.extend(other.join().expect("preparing a batch panicked"));
+            all
+        })
+    }
+}
+
+fn adds_document(p: &Prepared) -> bool {
+    p.activity.kind == Kind::Add
+        && p.activity.object().get("type").and_then(Value::as_str) == Some("Document")
+}
+
+fn refused(error: &TaskError) -> Loaded {
+    Loaded::Refused(serde_json::to_value(error).unwrap_or_else(|e| json!({"message": e.to_string()})))
+}
+
+/// A request error as the inbox's 4xx body would carry it.
+fn request_error(e: &Error) -> Value {
+    let mut body = json!({"message": e.to_string()});
+    if let Error::BadRequest { properties, .. } = e {
+        body["properties"] = Value::Object(properties.clone());
+    }
+    body
+}
