@@ -107,9 +107,11 @@ impl Accounts {
         let Ok(org) = NamedNode::new(org) else {
             return Ok(Vec::new());
         };
-        let rows = self
-            .queries
-            .select(&self.store, Query::OrganizationUsers, &[("org", org.into())])?;
+        let rows = self.queries.select(
+            &self.store,
+            Query::OrganizationUsers,
+            &[("org", org.into())],
+        )?;
         Ok(rows
             .iter()
             .filter_map(|row| match row.get("user") {

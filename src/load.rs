@@ -103,9 +103,7 @@ async fn caller(node: &Arc<Node>, args: &LoadArgs) -> Result<Caller> {
                 .user_by_email(&email.trim().to_lowercase())?
                 .filter(|u| u.organization == org)
                 .map(|u| u.identity)
-                .ok_or_else(|| {
-                    Error::bad_request(format!("{email} is not a user of {org}"))
-                })?,
+                .ok_or_else(|| Error::bad_request(format!("{email} is not a user of {org}")))?,
             None => match n.accounts.users_of(&org)?.as_slice() {
                 [one] => one.clone(),
                 _ => {
@@ -219,7 +217,10 @@ impl Lines {
             return Ok(Self::Whole(Some(std::fs::read(path)?)));
         }
         let file = std::fs::File::open(path)?;
-        Ok(Self::Each(std::io::BufReader::with_capacity(1 << 20, file), 0))
+        Ok(Self::Each(
+            std::io::BufReader::with_capacity(1 << 20, file),
+            0,
+        ))
     }
 }
 

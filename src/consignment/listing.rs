@@ -14,8 +14,8 @@ use oxigraph::model::Term;
 
 use crate::error::Result;
 use crate::rdf::text;
-use crate::store::Query;
 use crate::store::snapshot::{Decoder, Encoder};
+use crate::store::Query;
 use crate::store::{Committed, Queries, ReadModel, Store};
 
 /// Sort key: milliseconds since the epoch, then the aig id.

@@ -49,7 +49,10 @@ impl Intake {
     pub fn process_batch(&self, caller: &Caller, bodies: &[Vec<u8>]) -> Result<Vec<Loaded>> {
         let mut outcomes: Vec<Option<Loaded>> = vec![None; bodies.len()];
         let mut ready = Vec::new();
-        for (index, prepared) in self.prepare_all(caller, bodies).into_iter().enumerate() {
+        let t = std::time::Instant::now();
+        let all = self.prepare_all(caller, bodies);
+        let prepared_in = t.elapsed();
+        for (index, prepared) in all.into_iter().enumerate() {
             let started_at = crate::consignment::now();
             let prepared = match prepared {
                 Err(e) => {
@@ -86,43 +89,62 @@ impl Intake {
                 started_at,
             });
         }
+        let checked_in = t.elapsed() - prepared_in;
+        let t = std::time::Instant::now();
         self.commit_ready(caller, ready, &mut outcomes)?;
+        tracing::debug!(
+            lines = bodies.len(),
+            prepare_ms = prepared_in.as_millis() as u64,
+            check_ms = checked_in.as_millis() as u64,
+            commit_ms = t.elapsed().as_millis() as u64,
+            "batch applied"
+        );
         Ok(outcomes
             .into_iter()
             .map(|o| o.expect("every line has an outcome"))
             .collect())
     }
 
-    /// One transaction writing `ready` in order, as the inbox writes each.
+    /// `ready` written in order, as the inbox writes each: a run of `Create`s in one
+    /// transaction whose new contribution graphs go to the bulk loader (`store::bulk`), any
+    /// other run in one plain transaction (an `Update` or `Add` may read what a `Create`
+    /// before it wrote, so it waits for that run's commit).
     fn commit_ready(
         &self,
         caller: &Caller,
         ready: Vec<Ready>,
         outcomes: &mut [Option<Loaded>],
     ) -> Result<()> {
-        if ready.is_empty() {
-            return Ok(());
+        let creates = |r: &Ready| r.prepared.activity.kind == Kind::Create;
+        let mut rest = ready.as_slice();
+        while let Some(first) = rest.first() {
+            let kind = creates(first);
+            let n = rest.iter().take_while(|r| creates(r) == kind).count();
+            let (run, after) = rest.split_at(n);
+            self.store.commit_deferred(|tx, events, deferred| {
+                let deferred = kind.then_some(deferred);
+                for r in run {
+                    let pending = Pending {
+                        caller,
+                        prepared: &r.prepared,
+                        content: &r.content,
+                        started_at: &r.started_at,
+                        deferred,
+                    };
+                    let mut own = Events::default();
+                    let (entry, created) = self.write(&pending, tx, &mut own, Failures::Dropped)?;
+                    let error = entry.tasks.iter().find_map(|t| t.error.as_ref());
+                    outcomes[r.index] = Some(match (error, created) {
+                        (Some(error), _) => refused(error),
+                        (None, true) => Loaded::Applied(entry.id.clone()),
+                        (None, false) => Loaded::Replayed(entry.id.clone()),
+                    });
+                    events.append(own);
+                }
+                Ok(())
+            })?;
+            rest = after;
         }
-        self.store.commit(|tx, events| {
-            for r in &ready {
-                let pending = Pending {
-                    caller,
-                    prepared: &r.prepared,
-                    content: &r.content,
-                    started_at: &r.started_at,
-                };
-                let mut own = Events::default();
-                let (entry, created) = self.write(&pending, tx, &mut own, Failures::Dropped)?;
-                let error = entry.tasks.iter().find_map(|t| t.error.as_ref());
-                outcomes[r.index] = Some(match (error, created) {
-                    (Some(error), _) => refused(error),
-                    (None, true) => Loaded::Applied(entry.id.clone()),
-                    (None, false) => Loaded::Replayed(entry.id.clone()),
-                });
-                events.append(own);
-            }
-            Ok(())
-        })?;
         Ok(())
     }
 
@@ -151,7 +173,9 @@ fn adds_document(p: &Prepared) -> bool {
 }
 
 fn refused(error: &TaskError) -> Loaded {
-    Loaded::Refused(serde_json::to_value(error).unwrap_or_else(|e| json!({"message": e.to_string()})))
+    Loaded::Refused(
+        serde_json::to_value(error).unwrap_or_else(|e| json!({"message": e.to_string()})),
+    )
 }
 
 /// A request error as the inbox's 4xx body would carry it.

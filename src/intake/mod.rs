@@ -38,10 +38,10 @@ use crate::identity::NodeIdentity;
 use crate::jsonld::Contexts;
 use crate::sharing::Sharing;
 use crate::store::{Queries, Store};
+pub use batch::Loaded;
 use credential::Credentials;
 use log::Entry;
 use shapes::Shapes;
-pub use batch::Loaded;
 pub use validate::Validation;
 
 /// How long each stage of one activity took (reported as `Server-Timing`).

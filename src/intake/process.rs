@@ -17,6 +17,7 @@ use crate::auth::Caller;
 use crate::consignment::ports;
 use crate::documents::Content;
 use crate::error::Result;
+use crate::store::bulk::DeferredCell;
 use crate::store::{graphs, Events};
 
 /// A document's content as taken before the transaction: `Err` is the task's error message.
@@ -28,6 +29,8 @@ pub(super) struct Pending<'a> {
     pub prepared: &'a Prepared,
     pub content: &'a Taken,
     pub started_at: &'a str,
+    /// A bulk load's deferred writes (`None` in the inbox).
+    pub deferred: Option<&'a DeferredCell>,
 }
 
 /// What becomes of a task that fails in the transaction (a conflict, a consignment not found).
@@ -73,6 +76,7 @@ impl Intake {
             prepared: &prepared,
             content: &content,
             started_at: &started_at,
+            deferred: None,
         };
         // Committed: the new consignment joins its organisation's list, routing's shares and
         // notifications their indexes — the models registered with the store apply the events.
@@ -166,6 +170,7 @@ impl Intake {
             content: pending.content.as_ref().and_then(|c| c.as_ref().ok()),
             attestor: self.documents.attestor(),
             now,
+            deferred: pending.deferred,
         };
         apply.run(tx, events)
     }

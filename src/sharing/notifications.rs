@@ -15,8 +15,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::error::Result;
-use crate::store::Query;
 use crate::store::snapshot::{Decoder, Encoder};
+use crate::store::Query;
 use crate::store::{graphs, Queries, Store};
 use crate::vocab::dsn;
 
@@ -190,7 +190,11 @@ mod tests {
             published: watch::channel(0).0,
         };
         n.last.store(7, Ordering::SeqCst);
-        n.committed(&[("did:a".into(), 3), ("did:b".into(), 5), ("did:a".into(), 7)]);
+        n.committed(&[
+            ("did:a".into(), 3),
+            ("did:b".into(), 5),
+            ("did:a".into(), 7),
+        ]);
         let mut s = Snapshot::new("t".into());
         s.put("n", n.encode());
         let back = Notifications::decode(s.section("n").unwrap()).unwrap();

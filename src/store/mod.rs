@@ -6,6 +6,7 @@
 //! Readers never take the lock; they read consistent snapshots.
 
 pub mod backup;
+pub mod bulk;
 pub mod events;
 pub mod graphs;
 pub mod memory;
@@ -61,6 +62,7 @@ impl Store {
         std::fs::create_dir_all(path)?;
         let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
         let db = oxigraph::store::Store::open_with_options(path, options)?;
+        bulk::clean_up(&db)?;
         let opened_token = take_token(&db)?;
         Ok(Self {
             db,
@@ -130,6 +132,15 @@ impl Store {
         &self,
         f: impl FnOnce(&mut Transaction<'_>, &mut Events) -> Result<T>,
     ) -> Result<(T, Events)> {
+        self.commit_deferred(|tx, events, _| f(tx, events))
+    }
+
+    /// [`Store::commit`] for a write that may defer quads of graphs it creates to the bulk
+    /// loader ([`bulk`]): they are ingested just before the transaction commits.
+    pub fn commit_deferred<T>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>, &mut Events, &bulk::DeferredCell) -> Result<T>,
+    ) -> Result<(T, Events)> {
         // A poisoned lock only means another writer panicked; its transaction was never
         // committed, so the store is consistent and the lock can be taken over.
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -138,11 +149,18 @@ impl Store {
         }
         let mut tx = self.db.start_transaction()?;
         let mut events = Events::default();
-        let out = f(&mut tx, &mut events)?;
+        let deferred = bulk::DeferredCell::default();
+        let out = f(&mut tx, &mut events, &deferred)?;
         if !events.is_empty() {
             let journals = self.journals.read().unwrap_or_else(|p| p.into_inner());
             for journal in journals.iter().filter_map(Weak::upgrade) {
                 journal.record(&mut tx, &mut events)?;
+            }
+        }
+        let deferred = deferred.into_inner();
+        if !deferred.is_empty() {
+            for note in bulk::write(&self.db, deferred)? {
+                tx.remove(&note);
             }
         }
         tx.commit()?;

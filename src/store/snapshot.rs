@@ -185,12 +185,24 @@ mod tests {
         s.save(dir.path()).unwrap();
         let taken = Snapshot::take(dir.path(), Some("t1")).unwrap();
         let mut d = taken.section("listing").unwrap();
-        assert_eq!((d.str(), d.i64(), d.is_empty()), (Some("org"), Some(-5), true));
-        assert!(Snapshot::take(dir.path(), Some("t1")).is_none(), "taken once");
+        assert_eq!(
+            (d.str(), d.i64(), d.is_empty()),
+            (Some("org"), Some(-5), true)
+        );
+        assert!(
+            Snapshot::take(dir.path(), Some("t1")).is_none(),
+            "taken once"
+        );
         s.save(dir.path()).unwrap();
-        assert!(Snapshot::take(dir.path(), Some("t2")).is_none(), "other token");
+        assert!(
+            Snapshot::take(dir.path(), Some("t2")).is_none(),
+            "other token"
+        );
         s.save(dir.path()).unwrap();
-        assert!(Snapshot::take(dir.path(), None).is_none(), "store without token");
+        assert!(
+            Snapshot::take(dir.path(), None).is_none(),
+            "store without token"
+        );
     }
 
     #[test]
@@ -204,7 +216,10 @@ mod tests {
         let whole = bytes.clone();
         bytes[MAGIC.len() + 3] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        assert!(Snapshot::take(dir.path(), Some("t")).is_none(), "flipped bit");
+        assert!(
+            Snapshot::take(dir.path(), Some("t")).is_none(),
+            "flipped bit"
+        );
         std::fs::write(&path, &whole[..whole.len() - 1]).unwrap();
         assert!(Snapshot::take(dir.path(), Some("t")).is_none(), "torn");
         std::fs::write(&path, &whole).unwrap();

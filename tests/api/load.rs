@@ -53,7 +53,10 @@ fn bad_lines(org: &str) -> Vec<String> {
     let mut stranger = consignment_at(org, 9, "KEMBA", "2026-12-22T06:00:00Z");
     stranger["actor"]["registeredId"]["@value"] = json!("did:web:elsewhere.example:org:x");
     let mut missing = as_org(example("create-consignment"), org);
-    missing["object"].as_object_mut().unwrap().remove("globalId");
+    missing["object"]
+        .as_object_mut()
+        .unwrap()
+        .remove("globalId");
     missing["object"]["identifier"] = json!("FWD-NO-GLOBAL-ID");
     // Same ids as line 2, other content: a conflict.
     let conflict = consignment_at(org, 2, "KEMBA", "2027-01-05T06:00:00Z");
@@ -158,7 +161,10 @@ async fn reads(node: &TestNode, trader: &Session, agency: &Session) -> Value {
         }
     }
     all.insert("own".into(), own);
-    all.insert("shared".into(), ok_json(agency.get(node, SHARED).await).await);
+    all.insert(
+        "shared".into(),
+        ok_json(agency.get(node, SHARED).await).await,
+    );
     let notes = ok_json(agency.get(node, NOTIFICATIONS).await).await;
     all.insert("notifications".into(), notes);
     let q = "SELECT ?type (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s a ?type } } GROUP BY ?type ORDER BY ?type";
@@ -200,14 +206,25 @@ async fn a_load_leaves_the_node_as_if_each_activity_had_been_posted() {
     std::fs::write(&file, text).unwrap();
     let out = load(&base, &data, &org, &[&file]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let reported: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let numbers: Vec<u64> = reported.iter().map(|r| r["line"].as_u64().unwrap()).collect();
+    let numbers: Vec<u64> = reported
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap())
+        .collect();
     assert_eq!(numbers, vec![2, 5, 7, 10, 13], "{stdout}");
-    assert_eq!(reported[2]["error"]["cause"]["name"], "ValidationError", "{stdout}");
+    assert_eq!(
+        reported[2]["error"]["cause"]["name"], "ValidationError",
+        "{stdout}"
+    );
     assert!(
         stdout.contains("globalId"),
         "the shape failure names the field: {stdout}"
@@ -219,7 +236,10 @@ async fn a_load_leaves_the_node_as_if_each_activity_had_been_posted() {
     let halted = node.halt().await;
     let out = load(&base, &data, &org, &[&file]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("0 applied, 7 applied before, 5 refused"), "{stderr}");
+    assert!(
+        stderr.contains("0 applied, 7 applied before, 5 refused"),
+        "{stderr}"
+    );
     let node = TestNode::start_again(halted).await;
     same(&reads(&node, &trader, &agency).await, &expected);
 }
@@ -270,7 +290,15 @@ async fn a_load_killed_mid_way_leaves_whole_activities_and_a_second_load_complet
     std::fs::write(&file, lines.join("\n")).unwrap();
     let data = halted.0.data_dir.to_str().unwrap().to_owned();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
-        .args(["load", "--data-dir", &data, "--base-url", &base, "--organization", &org])
+        .args([
+            "load",
+            "--data-dir",
+            &data,
+            "--base-url",
+            &base,
+            "--organization",
+            &org,
+        ])
         .args(["--batch", "100", file.to_str().unwrap()])
         .env_remove("DATASPACE_NODE_DATA_DIR")
         .stdout(std::process::Stdio::null())

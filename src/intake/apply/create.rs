@@ -33,7 +33,8 @@ impl Apply<'_> {
         };
         let now = self.now.to_owned();
         let (object, rest) = self.split(&record.node().into());
-        let mut w = Writer::new(tx);
+        // The contribution graph is new: a bulk load writes it around the transaction.
+        let mut w = Writer::deferring(tx, self.deferred, record.graph());
         w.triples(&object, &record.graph());
         self.summary(&mut w, &record, &now, &now);
         self.index(&mut w, &record, &now, &now);

@@ -38,6 +38,7 @@ use crate::documents::Content;
 use crate::error::Result;
 use crate::jsonld::Expansion;
 use crate::sharing::Sharing;
+use crate::store::bulk::DeferredCell;
 use crate::store::{Events, Queries};
 
 pub(super) use writer::{date_literal, json_literal, remove_quads};
@@ -62,6 +63,8 @@ pub struct Apply<'a> {
     pub attestor: &'a Attestor,
     /// The time the record takes (created/updated/recorded), decided once per activity.
     pub now: &'a str,
+    /// Where a bulk load's `Create` defers its new contribution graph (`store::bulk`).
+    pub deferred: Option<&'a DeferredCell>,
 }
 
 impl Apply<'_> {

@@ -6,17 +6,48 @@ use oxigraph::store::Transaction;
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::store::bulk::DeferredCell;
 use crate::vocab::{xsd, RDF_JSON};
 
 /// Counts what it inserts: the task's `result`.
 pub(super) struct Writer<'t, 'tx> {
     pub tx: &'t mut Transaction<'tx>,
     pub written: i64,
+    /// Quads of this new graph go to the bulk loader instead (`store::bulk`).
+    defer: Option<(&'t DeferredCell, NamedNode)>,
 }
 
 impl<'t, 'tx> Writer<'t, 'tx> {
     pub fn new(tx: &'t mut Transaction<'tx>) -> Self {
-        Self { tx, written: 0 }
+        Self {
+            tx,
+            written: 0,
+            defer: None,
+        }
+    }
+
+    /// A writer whose quads in `graph` — a graph this write creates — are deferred when the
+    /// write is a bulk load's.
+    pub fn deferring(
+        tx: &'t mut Transaction<'tx>,
+        deferred: Option<&'t DeferredCell>,
+        graph: NamedNode,
+    ) -> Self {
+        Self {
+            tx,
+            written: 0,
+            defer: deferred.map(|d| (d, graph)),
+        }
+    }
+
+    fn insert(&mut self, quad: Quad) {
+        match &self.defer {
+            Some((deferred, g)) if matches!(&quad.graph_name, GraphName::NamedNode(n) if n == g) => {
+                deferred.borrow_mut().add(quad)
+            }
+            _ => self.tx.insert(&quad),
+        }
+        self.written += 1;
     }
 
     pub fn add(
@@ -26,20 +57,17 @@ impl<'t, 'tx> Writer<'t, 'tx> {
         o: impl Into<Term>,
         g: &NamedNode,
     ) {
-        self.tx
-            .insert(&Quad::new(s, p, o, GraphName::NamedNode(g.clone())));
-        self.written += 1;
+        self.insert(Quad::new(s, p, o, GraphName::NamedNode(g.clone())));
     }
 
     pub fn triples(&mut self, triples: &[Triple], g: &NamedNode) {
         for t in triples {
-            self.tx.insert(&Quad::new(
+            self.insert(Quad::new(
                 t.subject.clone(),
                 t.predicate.clone(),
                 t.object.clone(),
                 GraphName::NamedNode(g.clone()),
             ));
-            self.written += 1;
         }
     }
 }
