@@ -52,6 +52,12 @@ pub struct Args {
     /// fresh store): load 100,000 consignments once, then measure as often as needed.
     #[arg(long)]
     pub data_dir: Option<std::path::PathBuf>,
+    /// Load the consignments beyond what the data dir holds with the node's bulk load
+    /// (`dataspace-node load`, after 2,000 inbox Creates whose rate it is compared with)
+    /// instead of the inbox; the run then measures them as a kept store. With `--data-dir`,
+    /// later runs reuse what was loaded.
+    #[arg(long)]
+    pub bulk: bool,
     /// After the main run, mirror its store into this SPARQL engine (`virtuoso`: started here
     /// from Debian's `virtuoso-opensource-7-bin`) and measure the replica: initial sync, the
     /// aggregate on the replica against the store and straight on Virtuoso, replication lag

@@ -110,6 +110,11 @@ impl Client {
     /// A consignment entering at one of a few ports on one of 365 days (the fill-up for the
     /// read measurements, so that aggregates have groups).
     pub async fn create_varied(&self, n: usize) -> Sample {
+        self.post(&self.varied(n)).await
+    }
+
+    /// The `Create` of fill-up consignment `n`: one of eight ports of entry, one of 365 days.
+    pub fn varied(&self, n: usize) -> Value {
         let mut activity = self.consignment(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()));
         let arrival = &mut activity["object"]["atArrivalTransportMovement"]["arrivalEvent"][0];
         arrival["occurrenceLogisticsLocation"]["identifier"]["@value"] =
@@ -117,7 +122,7 @@ impl Client {
         let day = chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()
             + chrono::Days::new((n % 365) as u64);
         arrival["scheduledOccurrenceDateTime"] = json!(format!("{day}T06:00:00Z"));
-        self.post(&activity).await
+        activity
     }
 
     /// Adds document `n` (fresh random bytes, a `data:` URL) to consignment `global_id`.

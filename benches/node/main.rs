@@ -5,6 +5,7 @@
 //! --help`.
 
 mod baselines;
+mod bulk;
 mod cli;
 mod client;
 mod intake;
@@ -201,13 +202,21 @@ fn main() {
         }
         None => temporary.path().to_owned(),
     };
+    let client_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut table = Table::default();
+    if args.bulk {
+        client_rt.block_on(bulk::grow(&args, &dir, &mut table, Instant::now()));
+    }
     let kept: Option<Loaded> = std::fs::read(dir.join(STATE_FILE))
         .ok()
         .map(|b| serde_json::from_slice(&b).expect("a readable bench-state.json"));
     let started = Instant::now();
     let (mut child, base, pid) = node::spawn(&dir);
     let (_hello_rt, hello) = baselines::hello_world();
-    let mut table = Table::default();
     let bench = Bench {
         args: &args,
         base,
@@ -216,11 +225,6 @@ fn main() {
         kept: kept.as_ref(),
         started,
     };
-    let client_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let measured = client_rt.block_on(bench.measure(&hello, &mut table));
     child.stop();
     let bytes = node::dir_bytes(&dir);
