@@ -122,10 +122,15 @@ impl Node {
             replica.clone(),
         );
         let vocabulary = Vocabulary::load()?;
+        let from_snapshot = snapshot.is_some();
+        // The snapshot's bytes (or the rebuild's query results) are freed; without this the
+        // allocator keeps their pages and the node at rest holds them.
+        drop(snapshot);
+        crate::store::memory::release_free();
         tracing::info!(
             did = %identity.node_did(),
             base_url = identity.base_url(),
-            models = if snapshot.is_some() { "snapshot" } else { "rebuilt from the store" },
+            models = if from_snapshot { "snapshot" } else { "rebuilt from the store" },
             "node opened"
         );
         Ok(Self {

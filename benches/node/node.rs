@@ -23,8 +23,10 @@ pub fn serve_node(dir: &std::path::Path) {
         std::io::stdout().flush().unwrap();
         let mut config = Config::with_data_dir(dir);
         config.api_key = Some(OPERATOR_KEY.into());
-        // The aggregate over 100,000 consignments is measured, not guarded against.
+        // The aggregate over hundreds of thousands of consignments is measured, not guarded
+        // against: time and memory limits far above the defaults.
         config.sparql_timeout_secs = 600;
+        config.sparql_max_memory_mb = 8192;
         // `--replica`: the replica phase points the child at Virtuoso through the environment.
         let var = |k: &str| std::env::var(k).ok();
         config.replica.replica_query_url = var("DATASPACE_NODE_REPLICA_QUERY_URL");

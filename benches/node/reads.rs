@@ -108,7 +108,7 @@ pub async fn reads(client: &Client, base: &str, n: usize) -> Reads {
 pub fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n: usize) -> f64 {
     use dataspace_node::store::graphs;
     use oxigraph::model::Term;
-    let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
+    let store = dataspace_node::store::Store::open_read_only(&data_dir.join("store")).unwrap();
     let queries = dataspace_node::store::Queries::load().unwrap();
     let bindings: Vec<[(&str, Term); 4]> = aigs
         .iter()
@@ -144,7 +144,7 @@ pub fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n:
 pub fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) -> (f64, f64) {
     use dataspace_node::rdf::literal;
     use dataspace_node::store::graphs;
-    let store = dataspace_node::store::Store::open(&data_dir.join("store")).unwrap();
+    let store = dataspace_node::store::Store::open_read_only(&data_dir.join("store")).unwrap();
     let queries = dataspace_node::store::Queries::load().unwrap();
     let hex = aig.strip_prefix("aig:").unwrap_or(aig);
     let mut lookup = Vec::new();

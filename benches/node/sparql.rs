@@ -44,8 +44,9 @@ pub async fn sparql_endpoint(client: &Client, base: &str, n: usize) -> (f64, usi
             .send()
             .await
             .unwrap();
-        assert_eq!(r.status(), 200);
+        let status = r.status();
         let body: Value = r.json().await.unwrap();
+        assert_eq!(status, 200, "{body}");
         lat.push(t.elapsed());
         rows = body["results"]["bindings"].as_array().map_or(0, Vec::len);
     }

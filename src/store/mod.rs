@@ -77,6 +77,24 @@ impl Store {
         })
     }
 
+    /// The store for reading only (measurements and checks beside a stopped node): the models
+    /// snapshot's token stays, since nothing changes, and every commit is refused.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
+        let db = oxigraph::store::Store::open_with_options(path, options)?;
+        Ok(Self {
+            db,
+            writer: Mutex::new(()),
+            unflushed: AtomicU64::new(0),
+            flushed: Mutex::new(Instant::now()),
+            stamped: AtomicI64::new(0),
+            models: RwLock::new(Vec::new()),
+            journals: RwLock::new(Vec::new()),
+            opened_token: None,
+            sealed: AtomicBool::new(true),
+        })
+    }
+
     /// The token of the models snapshot this store state matches, if any ([`snapshot`]).
     pub fn snapshot_token(&self) -> Option<&str> {
         self.opened_token.as_deref()

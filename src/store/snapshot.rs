@@ -7,8 +7,9 @@
 //! commit (every later commit is refused), the store is flushed, then the models are written
 //! to `<data-dir>/models.snapshot` with the same token (temporary file, fsync, rename, fsync of
 //! the directory). [`super::Store::open`] reads the token and deletes it in its first write,
-//! whoever opens the store: a node, `export`, `import`, `load`. So a snapshot matches only a
-//! store that nothing has opened since the snapshot's shutdown. After a crash there is no token
+//! whoever opens the store to write: a node, `load`, `replica`. So a snapshot matches only a
+//! store nothing has written to since the snapshot's shutdown (`export` and
+//! [`super::Store::open_read_only`] write nothing and leave it). After a crash there is no token
 //! (it was deleted at the start before); a file left from an earlier run, a copy restored from
 //! elsewhere or a torn file (checked by its SHA-256) does not match; in each case the node
 //! rebuilds the models from the store, as it always did, and logs it.
