@@ -60,11 +60,20 @@ const FLUSH_AFTER: Duration = Duration::from_secs(30);
 impl Store {
     pub fn open(path: &Path) -> Result<Self> {
         std::fs::create_dir_all(path)?;
-        let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
-        let db = oxigraph::store::Store::open_with_options(path, options)?;
+        let db = open_db(path)?;
         bulk::clean_up(&db)?;
         let opened_token = take_token(&db)?;
-        Ok(Self {
+        Ok(Self::over(db, opened_token, false))
+    }
+
+    /// The store for reading only (measurements and checks beside a stopped node): the models
+    /// snapshot's token stays, since nothing changes, and every commit is refused.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        Ok(Self::over(open_db(path)?, None, true))
+    }
+
+    fn over(db: oxigraph::store::Store, opened_token: Option<String>, sealed: bool) -> Self {
+        Self {
             db,
             writer: Mutex::new(()),
             unflushed: AtomicU64::new(0),
@@ -73,26 +82,8 @@ impl Store {
             models: RwLock::new(Vec::new()),
             journals: RwLock::new(Vec::new()),
             opened_token,
-            sealed: AtomicBool::new(false),
-        })
-    }
-
-    /// The store for reading only (measurements and checks beside a stopped node): the models
-    /// snapshot's token stays, since nothing changes, and every commit is refused.
-    pub fn open_read_only(path: &Path) -> Result<Self> {
-        let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
-        let db = oxigraph::store::Store::open_with_options(path, options)?;
-        Ok(Self {
-            db,
-            writer: Mutex::new(()),
-            unflushed: AtomicU64::new(0),
-            flushed: Mutex::new(Instant::now()),
-            stamped: AtomicI64::new(0),
-            models: RwLock::new(Vec::new()),
-            journals: RwLock::new(Vec::new()),
-            opened_token: None,
-            sealed: AtomicBool::new(true),
-        })
+            sealed: AtomicBool::new(sealed),
+        }
     }
 
     /// The token of the models snapshot this store state matches, if any ([`snapshot`]).
@@ -272,6 +263,11 @@ impl Store {
     }
 }
 
+fn open_db(path: &Path) -> Result<oxigraph::store::Store> {
+    let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
+    Ok(oxigraph::store::Store::open_with_options(path, options)?)
+}
+
 fn token_quad(token: &str) -> Quad {
     Quad::new(
         NamedNode::new_unchecked("urn:dataspace-node:models"),
@@ -362,6 +358,25 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    #[test]
+    fn a_sealed_token_is_spent_by_the_next_writer_and_kept_by_readers() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.snapshot_token(), None);
+            let token = store.seal().unwrap();
+            assert!(store.write(|_| Ok(())).is_err(), "sealed");
+            drop(store);
+            let reader = Store::open_read_only(dir.path()).unwrap();
+            assert!(reader.write(|_| Ok(())).is_err(), "read only");
+            drop(reader);
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.snapshot_token(), Some(token.as_str()));
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.snapshot_token(), None, "spent by the open before");
     }
 
     #[test]
