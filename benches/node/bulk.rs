@@ -82,7 +82,7 @@ pub async fn grow(args: &Args, dir: &Path, table: &mut Table, started: Instant) 
         let n = CHUNK.min(todo - done);
         write_chunk(&client, &file, state.consignments + done, n);
         let t = Instant::now();
-        let tally = dataspace_node::load::run(load_args(dir, &base, &state, &file))
+        let tally = dataspace_node::load::run(load_args(dir, &state, &file))
             .await
             .expect("the bulk load ran");
         loading += t.elapsed();
@@ -112,11 +112,11 @@ fn write_chunk(client: &Client, file: &Path, from: usize, n: usize) {
     out.flush().unwrap();
 }
 
-/// The load of `file` on the stopped node's data dir, with the base URL the node ran with (the
+/// The load of `file` on the stopped node's data dir, with the node's base URL (the
 /// organisation's DID is made from it).
-fn load_args(dir: &Path, base: &str, state: &Loaded, file: &Path) -> LoadArgs {
+fn load_args(dir: &Path, state: &Loaded, file: &Path) -> LoadArgs {
     let mut config = Config::with_data_dir(dir);
-    config.base_url = Some(base.to_owned());
+    config.base_url = Some(node::BENCH_BASE_URL.into());
     LoadArgs {
         config,
         organization: state.organization.clone(),

@@ -23,6 +23,10 @@ pub fn serve_node(dir: &std::path::Path) {
         std::io::stdout().flush().unwrap();
         let mut config = Config::with_data_dir(dir);
         config.api_key = Some(OPERATOR_KEY.into());
+        // One base URL whatever port the node gets: the DIDs of a kept store's organisations
+        // stay this node's across runs (with the port in them, a later run's node took the
+        // earlier organisations for another node's and queued notices for them).
+        config.base_url = Some(BENCH_BASE_URL.into());
         // The aggregate over hundreds of thousands of consignments is measured, not guarded
         // against: time and memory limits far above the defaults.
         config.sparql_timeout_secs = 600;
@@ -43,6 +47,9 @@ pub fn serve_node(dir: &std::path::Path) {
             .unwrap();
     });
 }
+
+/// The node's base URL in every run (ids only: the benchmark talks to the port it listens on).
+pub const BENCH_BASE_URL: &str = "http://bench-node.localhost";
 
 /// Peak resident memory of a process (VmHWM), in MB.
 pub fn peak_rss_mb(pid: u32) -> f64 {

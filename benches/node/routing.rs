@@ -83,7 +83,11 @@ async fn load_policies(
         .await;
         orgs.push(created["organizationId"].as_str().unwrap().to_owned());
     }
-    let target = format!("{base}/supply-chain/data-space/consignments");
+    // The node's own base URL (its ids), not the address it listens on.
+    let target = format!(
+        "{}/supply-chain/data-space/consignments",
+        crate::node::BENCH_BASE_URL
+    );
     let bodies: Vec<Value> = (0..n)
         .map(|i| policy(i, matching, &orgs[i % orgs.len()], &target))
         .collect();

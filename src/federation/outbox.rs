@@ -3,7 +3,7 @@
 //! the commit by one background task: retried with backoff while the receiver is down or
 //! failing, and picked up again from the store after a restart. Delivered notices are removed.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -125,9 +125,14 @@ impl Outbox {
         let Some(mut rx) = self.rx.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return Err(Error::internal("the outbox is already being delivered"));
         };
-        let loaded = {
+        let loading = {
             let store = store.clone();
-            tokio::task::spawn_blocking(move || Self::pending(&store)).await??
+            tokio::task::spawn_blocking(move || Self::pending(&store))
+        };
+        // Reading back a large outbox takes a while; a shutdown meanwhile does not wait for it.
+        let loaded = tokio::select! {
+            loaded = loading => loaded??,
+            _ = closing.changed() => return Ok(()),
         };
         if !loaded.is_empty() {
             tracing::info!(
@@ -135,15 +140,18 @@ impl Outbox {
                 "delivering notices left from before"
             );
         }
-        let mut waiting: VecDeque<(Instant, Duration, Notice)> = loaded
-            .into_iter()
-            .map(|n| (Instant::now(), FIRST_BACKOFF, n))
-            .collect();
+        let mut waiting = Waiting::default();
+        for n in loaded {
+            waiting.push(Instant::now(), FIRST_BACKOFF, n);
+        }
         loop {
+            // Checked between two sends: with many notices due (a partner down for long),
+            // the loop would otherwise not see the shutdown until it had tried them all.
+            if *closing.borrow() {
+                return Ok(());
+            }
             let now = Instant::now();
-            let due = waiting.iter().position(|(at, _, _)| *at <= now);
-            if let Some(i) = due {
-                let (_, backoff, notice) = waiting.remove(i).expect("index from position");
+            if let Some((backoff, notice)) = waiting.take_due(now) {
                 match send(notice.clone()).await {
                     Delivery::Done => {
                         let store = store.clone();
@@ -165,25 +173,52 @@ impl Outbox {
                     Delivery::Retry(why) => {
                         tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, "notice not delivered");
                         let next = (backoff * 2).min(MAX_BACKOFF);
-                        waiting.push_back((Instant::now() + backoff, next, notice));
+                        waiting.push(Instant::now() + backoff, next, notice);
                     }
                 }
                 continue;
             }
-            let sleep = waiting
-                .iter()
-                .map(|(at, _, _)| at.saturating_duration_since(now))
-                .min()
-                .unwrap_or(Duration::from_secs(3600));
+            let sleep = waiting.next_at().map_or(Duration::from_secs(3600), |at| {
+                at.saturating_duration_since(now)
+            });
             tokio::select! {
                 received = rx.recv() => match received {
-                    Some(n) => waiting.push_back((Instant::now(), FIRST_BACKOFF, n)),
+                    Some(n) => waiting.push(Instant::now(), FIRST_BACKOFF, n),
                     None => return Ok(()),
                 },
                 _ = tokio::time::sleep(sleep) => {}
                 _ = closing.changed() => return Ok(()),
             }
         }
+    }
+}
+
+/// Notices waiting for their next attempt, by when it is due: the earliest in O(log n), not by
+/// a walk over all of them (a node whose partner was down for long holds tens of thousands).
+#[derive(Default)]
+struct Waiting {
+    by_due: BTreeMap<(Instant, u64), (Duration, Notice)>,
+    /// Ties on one instant keep their arrival order.
+    seq: u64,
+}
+
+impl Waiting {
+    fn push(&mut self, at: Instant, backoff: Duration, notice: Notice) {
+        self.seq += 1;
+        self.by_due.insert((at, self.seq), (backoff, notice));
+    }
+
+    /// The earliest notice due by `now`, with its backoff.
+    fn take_due(&mut self, now: Instant) -> Option<(Duration, Notice)> {
+        let (&(at, _), _) = self.by_due.first_key_value()?;
+        if at > now {
+            return None;
+        }
+        self.by_due.pop_first().map(|(_, v)| v)
+    }
+
+    fn next_at(&self) -> Option<Instant> {
+        self.by_due.first_key_value().map(|(&(at, _), _)| at)
     }
 }
 
@@ -199,5 +234,41 @@ impl ReadModel for Outbox {
                 Err(e) => tracing::error!(error = %e, "a queued notice could not be read back"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notice(id: &str) -> Notice {
+        Notice {
+            id: id.into(),
+            from: String::new(),
+            to: String::new(),
+            body: Value::Null,
+        }
+    }
+
+    #[test]
+    fn the_earliest_due_notice_comes_first_and_nothing_before_its_time() {
+        let mut w = Waiting::default();
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        w.push(t0 + s(30), s(1), notice("late"));
+        w.push(t0, s(2), notice("a"));
+        w.push(t0, s(3), notice("b"));
+        w.push(t0 + s(10), s(4), notice("mid"));
+        assert_eq!(w.next_at(), Some(t0));
+        let ids = |w: &mut Waiting, now| {
+            std::iter::from_fn(|| w.take_due(now))
+                .map(|(_, n)| n.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&mut w, t0), vec!["a", "b"], "ties in arrival order");
+        assert_eq!(w.next_at(), Some(t0 + s(10)));
+        assert_eq!(ids(&mut w, t0 + s(9)), Vec::<String>::new());
+        assert_eq!(ids(&mut w, t0 + s(60)), vec!["mid", "late"]);
+        assert_eq!(w.next_at(), None);
     }
 }
