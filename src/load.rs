@@ -1,13 +1,14 @@
 //! `dataspace-node load`: an organisation's history onboarded with the node stopped. Files of
 //! activities (JSON lines, or directories of `.json` files, one activity each) go through the
-//! inbox's checks and writes in file order, a batch of lines per transaction
-//! ([`crate::intake::Intake::process_batch`]): the node ends exactly as if each activity had
+//! inbox's checks and writes in file order, in batches of lines
+//! ([`crate::intake::Intake::process_batch`]: a transaction per run of `Create`s, or of other
+//! kinds, within a batch): the node ends exactly as if each activity had
 //! been posted — records, summaries, events, documents, routing under the stored policies,
 //! notifications, markers, list order, log entries.
 //!
 //! Every refused line is reported on stdout as one JSON line (`file`, `line`, `error`: what the
 //! inbox would have answered); progress (count, rate, ETA) goes to stderr. A killed load leaves
-//! whole batches only (each is one transaction); loading the same files again answers the
+//! whole activities only (whole transactions); loading the same files again answers the
 //! applied lines as replays and applies the rest. At the end the store is sealed and the
 //! models saved, so the node's next start does not rebuild them.
 

@@ -1,9 +1,11 @@
-//! Many activities of one caller in one transaction: the write of the bulk load
+//! Many activities of one caller in few transactions: the write of the bulk load
 //! (`dataspace-node load`). Each activity gets the inbox's checks and its write — the same
 //! `prepare` and `write` as [`Intake::process`], in file order — so the store ends as if each
-//! had been posted; only the commit is shared. Oxigraph's transactions read their own writes,
-//! so a later activity of a batch sees what an earlier one wrote (an `Update` of a consignment
-//! created three lines above, a repeated line answered as a replay).
+//! had been posted; only the commits are shared: one per run of `Create`s (their new
+//! contribution graphs through the bulk loader, `store::bulk`), one per run of other kinds.
+//! Oxigraph's transactions read their own writes, so a line sees what the lines before it in
+//! its run wrote (ids taken, a repeated line answered as a replay); an `Update` or `Add` after
+//! a run of `Create`s waits for that run's commit.
 //!
 //! Unlike the inbox, a failed activity leaves nothing: no failed log entry. The load reports it
 //! and a load of the same file later applies it once it is mended (lines applied before are
@@ -42,8 +44,9 @@ struct Ready {
 }
 
 impl Intake {
-    /// Checks `bodies` and applies those that pass, in order, in one transaction. `Err` only
-    /// for failures of the node itself (nothing of the batch is written then). Blocking; a
+    /// Checks `bodies` and applies those that pass, in order (a run of `Create`s, or of other
+    /// kinds, per transaction). `Err` only for failures of the node
+    /// itself (the transaction being written is then dropped, those before stay). Blocking; a
     /// document's content is taken on this thread, which must be inside the async runtime
     /// (a blocking-pool thread).
     pub fn process_batch(&self, caller: &Caller, bodies: &[Vec<u8>]) -> Result<Vec<Loaded>> {
