@@ -64,14 +64,15 @@ pub async fn run(args: LoadArgs) -> Result<Tally> {
     let node = tokio::task::spawn_blocking(move || Node::open(config, &base_url)).await??;
     let node = Arc::new(node);
     let caller = caller(&node, &args).await?;
-    let total: u64 = inputs(&args.files)?
+    let files = inputs(&args.files)?;
+    let total: u64 = files
         .iter()
         .map(|p| p.metadata().map(|m| m.len()).unwrap_or(0))
         .sum();
     let mut progress = Progress::new(total);
     let mut tally = Tally::default();
     let mut batch = Batch::default();
-    for path in inputs(&args.files)? {
+    for path in files {
         for line in Lines::open(&path)? {
             let line = line?;
             progress.bytes += line.bytes;

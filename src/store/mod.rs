@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::model::{NamedNode, Term};
 use oxigraph::store::Transaction;
 
 use crate::error::{Error, Result};
@@ -62,7 +62,7 @@ impl Store {
         std::fs::create_dir_all(path)?;
         let db = open_db(path)?;
         bulk::clean_up(&db)?;
-        let opened_token = take_token(&db)?;
+        let opened_token = snapshot::take_token(&db)?;
         Ok(Self::over(db, opened_token, false))
     }
 
@@ -97,7 +97,7 @@ impl Store {
         let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let token = uuid::Uuid::new_v4().to_string();
         let mut tx = self.db.start_transaction()?;
-        tx.insert(&token_quad(&token));
+        tx.insert(&snapshot::token_quad(&token));
         tx.commit()?;
         self.sealed.store(true, Ordering::SeqCst);
         Ok(token)
@@ -266,46 +266,6 @@ impl Store {
 fn open_db(path: &Path) -> Result<oxigraph::store::Store> {
     let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
     Ok(oxigraph::store::Store::open_with_options(path, options)?)
-}
-
-fn token_quad(token: &str) -> Quad {
-    Quad::new(
-        NamedNode::new_unchecked("urn:dataspace-node:models"),
-        crate::vocab::dsn("snapshotToken"),
-        Literal::new_simple_literal(token),
-        GraphName::NamedNode(graphs::layout()),
-    )
-}
-
-/// Reads the snapshot token and deletes it: whatever this opener does next, a snapshot taken
-/// before can only describe the state as it is now, so only this opener may use it.
-fn take_token(db: &oxigraph::store::Store) -> Result<Option<String>> {
-    let subject = NamedNode::new_unchecked("urn:dataspace-node:models");
-    let predicate = crate::vocab::dsn("snapshotToken");
-    let layout = graphs::layout();
-    let quads: Vec<Quad> = db
-        .quads_for_pattern(
-            Some(subject.as_ref().into()),
-            Some(predicate.as_ref()),
-            None,
-            Some(layout.as_ref().into()),
-        )
-        .collect::<std::result::Result<_, _>>()?;
-    if quads.is_empty() {
-        return Ok(None);
-    }
-    let mut tx = db.start_transaction()?;
-    for q in &quads {
-        tx.remove(q);
-    }
-    tx.commit()?;
-    Ok(match quads.as_slice() {
-        [one] => match &one.object {
-            Term::Literal(l) => Some(l.value().to_owned()),
-            _ => None,
-        },
-        _ => None,
-    })
 }
 
 #[cfg(test)]

@@ -18,10 +18,63 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
 use sha2::{Digest, Sha256};
+
+use super::graphs;
+use crate::error::Result;
 
 const MAGIC: &[u8] = b"dataspace-node models 1\n";
 const FILE: &str = "models.snapshot";
+
+/// Where the store keeps the token: `<urn:dataspace-node:models> dsn:snapshotToken "…"` in the
+/// layout graph.
+fn token_place() -> (NamedNode, NamedNode, NamedNode) {
+    (
+        NamedNode::new_unchecked("urn:dataspace-node:models"),
+        crate::vocab::dsn("snapshotToken"),
+        graphs::layout(),
+    )
+}
+
+pub(super) fn token_quad(token: &str) -> Quad {
+    let (subject, predicate, graph) = token_place();
+    Quad::new(
+        subject,
+        predicate,
+        Literal::new_simple_literal(token),
+        GraphName::NamedNode(graph),
+    )
+}
+
+/// Reads the token and deletes it: whatever this opener does next, a snapshot taken before can
+/// only describe the state as it is now, so only this opener may use it.
+pub(super) fn take_token(db: &oxigraph::store::Store) -> Result<Option<String>> {
+    let (subject, predicate, graph) = token_place();
+    let quads: Vec<Quad> = db
+        .quads_for_pattern(
+            Some(subject.as_ref().into()),
+            Some(predicate.as_ref()),
+            None,
+            Some(graph.as_ref().into()),
+        )
+        .collect::<std::result::Result<_, _>>()?;
+    if quads.is_empty() {
+        return Ok(None);
+    }
+    let mut tx = db.start_transaction()?;
+    for q in &quads {
+        tx.remove(q);
+    }
+    tx.commit()?;
+    Ok(match quads.as_slice() {
+        [one] => match &one.object {
+            Term::Literal(l) => Some(l.value().to_owned()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
 
 /// Named sections of bytes, each encoded and decoded by the model it holds.
 pub struct Snapshot {
