@@ -55,7 +55,6 @@ impl Node {
         let NodeSecrets {
             operator_key,
             session_secret,
-            credential_secret,
         } = NodeSecrets::load(&config)?;
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
@@ -79,9 +78,13 @@ impl Node {
             // Markers rewritten wholesale are not in the replication log: a full sync follows.
             crate::replica::log::forget(&store)?;
         }
+        let countries = Arc::new(crate::intake::load_countries()?);
+        if crate::intake::upgrade::run(&store, &queries, &countries)? > 0 {
+            // Written outside the writes' journal: the replica syncs in full.
+            crate::replica::log::forget(&store)?;
+        }
         // Before any write it must log (the markers' rebuild in `Sharing::open` included).
         let replica = Replica::open(&store, &config.replica)?;
-        let countries = Arc::new(crate::intake::load_countries()?);
         let sharing = Arc::new(Sharing::open(
             store.clone(),
             queries.clone(),
@@ -98,7 +101,6 @@ impl Node {
             codes.clone(),
             sharing.clone(),
             documents.clone(),
-            credential_secret.as_bytes(),
         )?;
         // The in-memory models that follow the writes' commit events.
         store.register(&listing);
@@ -111,7 +113,7 @@ impl Node {
             listing.clone(),
             sharing.clone(),
             documents.clone(),
-            intake.contexts(),
+            intake.contexts().clone(),
             &cursor_key,
         )?;
         let sparql = sparql_of(
@@ -187,7 +189,6 @@ fn listing_of(store: &Store, queries: &Queries, snapshot: Option<&Snapshot>) -> 
 struct NodeSecrets {
     operator_key: String,
     session_secret: String,
-    credential_secret: String,
 }
 
 impl NodeSecrets {
@@ -210,12 +211,9 @@ impl NodeSecrets {
         };
         let random = || secrets::random_token("");
         let (session_secret, _) = secrets::load_or_create(&dir, "session-signing-key", random)?;
-        let (credential_secret, _) =
-            secrets::load_or_create(&dir, "credential-signing-key", random)?;
         Ok(Self {
             operator_key,
             session_secret,
-            credential_secret,
         })
     }
 }

@@ -301,7 +301,7 @@ impl Harness {
                         node.views.render_events(&read);
                     }
                     for format in [Linked::JsonLd, Linked::Rdf(RdfFormat::Turtle)] {
-                        ok_or_client(node.views.linked(&who, scope, &key, format))
+                        ok_or_client(node.views.linked(&who, scope, &key, format, None))
                             .map_err(tag("linked"))?;
                     }
                     let plan = node.views.list(&who, scope, 5, None).map_err(tag("list"))?;

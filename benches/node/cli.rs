@@ -46,6 +46,14 @@ pub struct Args {
     /// skips those runs.
     #[arg(long, default_value_t = 500)]
     pub changes: usize,
+    /// Updates posted to every tenth (`--updated-every`) consignment of the inbox fill-up right
+    /// after its Create (`--updates 3`: three Updates on 10% of the consignments, what a store
+    /// with history holds). Not with `--bulk`.
+    #[arg(long, default_value_t = 0)]
+    pub updates: usize,
+    /// Which fill-up consignments `--updates` revises: every this many (1: all of them).
+    #[arg(long, default_value_t = 10)]
+    pub updated_every: usize,
     /// Keep the node's data in this directory instead of a temporary one. When it already holds
     /// a loaded benchmark store (`bench-state.json`), the load is skipped and the reads,
     /// SPARQL, routing and memory are measured on it after a restart (the inbox runs only on a

@@ -113,6 +113,19 @@ impl Client {
         self.post(&self.varied(n)).await
     }
 
+    /// Fill-up consignment `n` created, then updated `updates` times (a new summary
+    /// description each time).
+    pub async fn create_revised(&self, n: usize, updates: usize) -> Sample {
+        let mut activity = self.varied(n);
+        let created = self.post(&activity).await;
+        activity["type"] = json!("Update");
+        for k in 0..updates {
+            activity["object"]["summaryDescription"] = json!(format!("bench revision {k}"));
+            self.post(&activity).await;
+        }
+        created
+    }
+
     /// The `Create` of fill-up consignment `n`: one of eight ports of entry, one of 365 days.
     pub fn varied(&self, n: usize) -> Value {
         let mut activity = self.consignment(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()));

@@ -105,14 +105,19 @@ async fn changes(client: &Arc<Client>, args: &Args) -> InboxRuns {
     ]
 }
 
-/// Varied consignments from the concurrent clients up to `--consignments`.
+/// Varied consignments from the concurrent clients up to `--consignments`, every tenth (`--updated-every`)
+/// with `--updates` Updates.
 async fn fill_up(client: &Arc<Client>, args: &Args) {
     let loaded = loaded(args);
     if args.consignments > loaded {
         let per = (args.consignments - loaded).div_ceil(args.clients.max(1));
+        let (updates, every) = (args.updates, args.updated_every.max(1));
         concurrently(args.clients, per, |c, n| {
             let client = client.clone();
-            async move { client.create_varied(c * per + n).await }
+            let n = c * per + n;
+            // Every `--updated-every`th consignment has a history: Updates after its Create.
+            let updates = if n.is_multiple_of(every) { updates } else { 0 };
+            async move { client.create_revised(n, updates).await }
         })
         .await;
     }

@@ -37,6 +37,10 @@ pub struct Reads {
     pub view: f64,
     pub events: f64,
     pub documents: f64,
+    /// The history of the newest consignment after three Updates (five revisions with its
+    /// Create and document), and its view at the instant of the second Update.
+    pub history: f64,
+    pub view_at: f64,
     /// The first page's aig ids.
     pub ids: Vec<String>,
 }
@@ -94,6 +98,10 @@ pub async fn reads(client: &Client, base: &str, n: usize) -> Reads {
     let (p50_documents, p99) = timed(format!("{one}/documents")).await;
     out.documents = p50_documents;
     out.p99.push(("documents", p99));
+    let (p50_history, p50_view_at) =
+        history(client, &first["entities"][0], &one, n, &mut out.p99).await;
+    out.history = p50_history;
+    out.view_at = p50_view_at;
     out.ids = first["entities"]
         .as_array()
         .unwrap()
@@ -171,4 +179,45 @@ pub fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usi
         parts.push(t.elapsed());
     }
     (p50(lookup), p50(parts))
+}
+
+/// Three Updates of the list's first consignment (`row`), then its history and its view at the
+/// second Update, each read `n` times.
+async fn history(
+    client: &Client,
+    row: &Value,
+    view: &str,
+    n: usize,
+    p99: &mut Vec<(&'static str, f64)>,
+) -> (f64, f64) {
+    let (global_id, identifier) = (
+        row["globalId"].as_str().unwrap(),
+        row["identifier"].as_str().unwrap(),
+    );
+    for k in 0..3 {
+        client.change("Update", global_id, identifier, k).await;
+    }
+    let (_, page) = timed_get(client, &format!("{view}/history")).await;
+    let updates: Vec<&str> = page["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "UPDATE")
+        .map(|e| e["date"].as_str().unwrap())
+        .collect();
+    assert!(updates.len() >= 3, "{page}");
+    let at = updates[1].replace('+', "%2B");
+    let timed = |url: String| async move {
+        let mut lat = Vec::new();
+        for _ in 0..n {
+            lat.push(timed_get(client, &url).await.0);
+        }
+        lat.sort();
+        (percentile(&lat, 0.5), percentile(&lat, 0.99))
+    };
+    let (p50_history, p99_history) = timed(format!("{view}/history")).await;
+    p99.push(("history", p99_history));
+    let (p50_at, p99_at) = timed(format!("{view}?at={at}")).await;
+    p99.push(("view at an instant", p99_at));
+    (p50_history, p50_at)
 }

@@ -93,7 +93,7 @@ impl Table {
             "args": {
                 "sequential": args.sequential, "concurrent": args.concurrent,
                 "clients": args.clients, "consignments": args.consignments,
-                "reads": args.reads, "policies": args.policies, "changes": args.changes,
+                "reads": args.reads, "policies": args.policies, "changes": args.changes, "updates": args.updates, "updated_every": args.updated_every,
                 "documents": args.documents,
             },
             "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -241,6 +241,20 @@ fn read_figures(reads: &Reads, raw: &Raw, table: &mut Table) {
         "ms",
         raw_view_name,
         raw.view,
+    );
+    table.compared(
+        "history (5 revisions): p50",
+        reads.history,
+        "ms",
+        "view: p50",
+        reads.view,
+    );
+    table.compared(
+        "view at an instant (?at=): p50",
+        reads.view_at,
+        "ms",
+        "view: p50",
+        reads.view,
     );
     for (name, p99) in &reads.p99 {
         table.add(format!("{name}: p99"), *p99, "ms");

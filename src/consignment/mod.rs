@@ -1,8 +1,10 @@
 //! The consignment as the node understands it, apart from how it is stored or served: ids and
-//! read scopes, the summary columns of a list row, the ports derived from a description,
-//! code-list labels, the in-memory list order, paging cursors and the clock's format. Use cases
-//! above build on it; it knows nothing of HTTP and nothing of the use cases.
+//! read scopes, the summary columns of a list row, the ports derived from a description, what
+//! a revision changed, code-list labels, the in-memory list order, paging cursors and the
+//! clock's format. Use cases above build on it; it knows nothing of HTTP and nothing of the
+//! use cases.
 
+pub mod changes;
 pub mod codes;
 pub mod cursor;
 pub mod listing;

@@ -84,14 +84,19 @@ impl Attestor {
             "documentRevision": claims.revision,
             "integrity": claims.integrity,
         });
-        let input = format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(header.to_string()),
-            URL_SAFE_NO_PAD.encode(payload.to_string())
-        );
-        let signature = self.key.sign(input.as_bytes());
-        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.to_bytes()))
+        compact_jws(&self.key, &header, &payload)
     }
+}
+
+/// `header.payload.signature`, each base64url without padding, signed with Ed25519 (RFC 8037).
+pub fn compact_jws(key: &SigningKey, header: &Value, payload: &Value) -> String {
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(payload.to_string())
+    );
+    let signature = key.sign(input.as_bytes());
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.to_bytes()))
 }
 
 /// The claims of a compact JWS this node issued (already trusted: read from the store).

@@ -61,6 +61,14 @@ pub fn router(node: Arc<Node>) -> Router {
             get(reads::events),
         )
         .route(
+            "/supply-chain/data-space/consignments/{id}/history",
+            get(reads::history),
+        )
+        .route(
+            "/supply-chain/data-space/consignments/{id}/history/{revision}",
+            get(reads::revision),
+        )
+        .route(
             "/supply-chain/data-space/consignments/{id}/documents",
             get(reads::documents),
         )

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::Json;
+use chrono::{DateTime, FixedOffset};
 use oxigraph::io::RdfFormat;
 use serde_json::Value;
 
@@ -18,7 +19,7 @@ use crate::documents::LinkUse;
 use crate::error::Result;
 use crate::node::Node;
 use crate::views::linked::Linked;
-use crate::views::{pick_document, Read};
+use crate::views::{parse_at, pick_document, Read};
 
 type Params = QueryParams<HashMap<String, String>>;
 
@@ -61,12 +62,29 @@ pub async fn list(
     Ok(page_body(node.views.finish_list(plan, pulled)))
 }
 
-/// One consignment as this node holds it, joined with the partner datasets the caller may
-/// read (pulled in parallel; one that does not answer in time is left out).
-async fn read(node: &Arc<Node>, caller: Caller, scope: Scope, id: String) -> Result<Read> {
+/// `?at=`, when given: the instant a read answers for.
+fn at(params: &HashMap<String, String>) -> Result<Option<DateTime<FixedOffset>>> {
+    params.get("at").map(|raw| parse_at(raw)).transpose()
+}
+
+/// One consignment as this node holds it (now, or as it stood at `?at=`), joined with the
+/// partner datasets the caller may read (pulled in parallel; one that does not answer in time
+/// is left out; none for a point-in-time read).
+async fn read(
+    node: &Arc<Node>,
+    caller: Caller,
+    params: &HashMap<String, String>,
+    id: String,
+) -> Result<Read> {
+    let scope = scope(params)?;
+    let at = at(params)?;
     let org = caller.organization.clone();
     let reading = node.clone();
-    let mut read = blocking(move || reading.views.read(&caller, scope, &id)).await?;
+    let mut read = blocking(move || match at {
+        Some(at) => reading.views.read_at(&caller, scope, &id, at),
+        None => reading.views.read(&caller, scope, &id),
+    })
+    .await?;
     let pulled = node.federation.pull(&org, read.remote()).await;
     node.views.join(&mut read, pulled)?;
     Ok(read)
@@ -93,17 +111,19 @@ pub async fn view(
     PathParams(id): PathParams<String>,
     QueryParams(params): Params,
 ) -> Result<Response> {
-    let scope = scope(&params)?;
     let (media_type, linked) = negotiate(&headers, VIEW)?;
     Ok(match linked {
         None => {
-            let read = read(&node, caller, scope, id).await?;
+            let read = read(&node, caller, &params, id).await?;
             negotiated(media_type, Json(node.views.render_view(&read)))
         }
-        Some(format) => negotiated(
-            media_type,
-            blocking(move || node.views.linked(&caller, scope, &id, format)).await?,
-        ),
+        Some(format) => {
+            let (scope, at) = (scope(&params)?, at(&params)?);
+            negotiated(
+                media_type,
+                blocking(move || node.views.linked(&caller, scope, &id, format, at)).await?,
+            )
+        }
     })
 }
 
@@ -113,8 +133,7 @@ pub async fn events(
     PathParams(id): PathParams<String>,
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
-    let scope = scope(&params)?;
-    let read = read(&node, caller, scope, id).await?;
+    let read = read(&node, caller, &params, id).await?;
     entities(node.views.render_events(&read))
 }
 
@@ -124,9 +143,8 @@ pub async fn documents(
     PathParams(id): PathParams<String>,
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
-    let scope = scope(&params)?;
     let org = caller.organization.clone();
-    let read = read(&node, caller, scope, id).await?;
+    let read = read(&node, caller, &params, id).await?;
     entities(node.views.render_documents(&read, &org, LinkUse::List))
 }
 
@@ -157,9 +175,8 @@ pub async fn document(
     PathParams((id, document_id)): PathParams<(String, String)>,
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
-    let scope = scope(&params)?;
     let org = caller.organization.clone();
-    let read = read(&node, caller, scope, id).await?;
+    let read = read(&node, caller, &params, id).await?;
     let documents = node.views.render_documents(&read, &org, LinkUse::Single);
     Ok(Json(pick_document(documents, &document_id)?))
 }
@@ -198,5 +215,34 @@ pub async fn find_document(
                 .find_document(&caller, scope, &document_id, consignment.as_deref())
         })
         .await?,
+    ))
+}
+
+/// `GET /consignments/{id}/history`: its revisions, newest first, paged.
+pub async fn history(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams(id): PathParams<String>,
+    QueryParams(params): Params,
+) -> Result<Json<Value>> {
+    let (scope, limit, cursor) = list_params(&params)?;
+    let page = blocking(move || {
+        node.views
+            .history(&caller, scope, &id, limit, cursor.as_deref())
+    })
+    .await?;
+    Ok(page_body(page))
+}
+
+/// `GET /consignments/{id}/history/{revision}`: one revision, with the description it sent.
+pub async fn revision(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams((id, revision)): PathParams<(String, String)>,
+    QueryParams(params): Params,
+) -> Result<Json<Value>> {
+    let scope = scope(&params)?;
+    Ok(Json(
+        blocking(move || node.views.revision(&caller, scope, &id, &revision)).await?,
     ))
 }

@@ -1,23 +1,41 @@
-//! The trust credential: the node's signed statement of which actor published which activity,
-//! injected into every activity it stores.
+//! The trust credential: the node's attestation of which actor published which activity, a
+//! compact JWS (`alg` EdDSA) signed with the node's Ed25519 key — the key of the node's DID
+//! document (`/.well-known/did.json`, verification method `#node-key`), so anyone can check it
+//! with the public key alone. Injected into every activity it stores and served with the
+//! activity's log entry and the consignment's history.
+//!
+//! Activities stored before this change carry an HS256 credential under a node secret (only
+//! the node could check those); they are served as stored.
 
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ed25519_dalek::SigningKey;
 use serde_json::json;
 
-use crate::error::{Error, Result};
+use crate::documents::attest::compact_jws;
+use crate::federation::did::KEY_FRAGMENT;
 
-/// Signs the trust credential: the node attests which actor published which activity.
+/// What one revision's attestation states.
+pub struct Attested<'a> {
+    /// The actor (organisation DID) that published the activity.
+    pub actor: &'a str,
+    pub activity_type: &'a str,
+    /// SHA-256 of the activity as received.
+    pub activity_hash: &'a str,
+    /// The activity log entry (also the revision's id).
+    pub entry_id: &'a str,
+    /// `aig:<hex>`.
+    pub consignment: &'a str,
+    /// When the node applied it (RFC 3339).
+    pub applied: &'a str,
+}
+
 pub struct Credentials {
-    key: EncodingKey,
+    key: SigningKey,
     issuer: String,
 }
 
 impl Credentials {
-    pub fn new(secret: &[u8], issuer: String) -> Self {
-        Self {
-            key: EncodingKey::from_secret(secret),
-            issuer,
-        }
+    pub fn new(key: SigningKey, issuer: String) -> Self {
+        Self { key, issuer }
     }
 
     /// The node's DID, the credential's issuer and the activity's generator.
@@ -25,15 +43,22 @@ impl Credentials {
         &self.issuer
     }
 
-    pub fn issue(&self, actor: &str, activity_hash: &str, entry_id: &str) -> Result<String> {
+    pub fn issue(&self, a: &Attested<'_>) -> String {
+        let header = json!({
+            "alg": "EdDSA",
+            "typ": "JWT",
+            "kid": format!("{}#{KEY_FRAGMENT}", self.issuer),
+        });
         let claims = json!({
             "iss": self.issuer,
-            "sub": actor,
-            "activityHash": activity_hash,
-            "jti": entry_id,
+            "sub": a.actor,
+            "jti": a.entry_id,
             "iat": chrono::Utc::now().timestamp(),
+            "activityType": a.activity_type,
+            "activityHash": a.activity_hash,
+            "consignment": a.consignment,
+            "applied": a.applied,
         });
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.key)
-            .map_err(|e| Error::internal(format!("credential: {e}")))
+        compact_jws(&self.key, &header, &claims)
     }
 }

@@ -9,7 +9,7 @@ use super::apply::{date_literal, json_literal, remove_quads};
 use super::log::Entry;
 use super::Intake;
 use crate::error::{Error, Result};
-use crate::rdf::literal;
+use crate::rdf::{literal, text};
 use crate::store::graphs;
 use crate::store::Query;
 use crate::vocab::dsn;
@@ -28,7 +28,18 @@ impl Intake {
                 ("log", graphs::minted("activity-log", id).into()),
             ],
         )?;
-        rows.first().map(entry_of).transpose()
+        let Some(first) = rows.first() else {
+            return Ok(None);
+        };
+        let mut entry = entry_of(first)?;
+        entry.attestation = rows
+            .iter()
+            .filter_map(|r| text(r, "attestation"))
+            .find(|jws| {
+                crate::store::activities::claims(jws)
+                    .is_some_and(|claims| claims.get("jti").and_then(|j| j.as_str()) == Some(id))
+            });
+        Ok(Some(entry))
     }
 
     pub(super) fn entry_in(

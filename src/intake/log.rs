@@ -148,6 +148,10 @@ pub struct Entry {
     pub date_created: String,
     pub date_modified: String,
     pub tasks: Vec<Task>,
+    /// The node's attestation of the applied activity (its trust credential, a JWS signed with
+    /// the node's Ed25519 key); read with the entry, never stored in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<String>,
 }
 
 impl Entry {
@@ -184,6 +188,7 @@ impl Entry {
             generator,
             date_created: started,
             date_modified: ended,
+            attestation: None,
         }
     }
 

@@ -23,6 +23,7 @@ pub mod log;
 mod prepare;
 mod process;
 pub mod shapes;
+pub mod upgrade;
 mod validate;
 
 use std::collections::HashSet;
@@ -101,7 +102,6 @@ impl Intake {
         codes: Arc<CodeLists>,
         sharing: Arc<Sharing>,
         documents: Arc<Documents>,
-        credential_key: &[u8],
     ) -> Result<Self> {
         let contexts = Arc::new(crate::jsonld::load_contexts()?);
         let vocabulary = contexts.property_kinds(activity::UNECE_CONTEXT);
@@ -112,7 +112,10 @@ impl Intake {
             countries: sharing.countries(),
             store,
             queries,
-            credentials: Credentials::new(credential_key, identity.node_did()),
+            credentials: Credentials::new(
+                documents.attestor().signing_key().clone(),
+                identity.node_did(),
+            ),
             identity,
             codes,
             sharing,

@@ -80,11 +80,15 @@ impl Intake {
         };
         // Committed: the new consignment joins its organisation's list, routing's shares and
         // notifications their indexes — the models registered with the store apply the events.
-        let ((entry, created), events) = self
+        let ((mut entry, created), events) = self
             .store
             .commit(|tx, events| self.write(&pending, tx, events, Failures::Logged))?;
         timings.store = t.elapsed();
         timings.route = events.routing;
+        // As a later GET of the entry (or a replay) answers: with the node's attestation.
+        if !entry.failed() {
+            entry.attestation = crate::store::activities::credential_of(&self.store, &entry.id)?;
+        }
         Ok(Outcome {
             entry,
             created,

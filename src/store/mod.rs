@@ -5,6 +5,7 @@
 //! email taken? does this consignment exist?) is only safe when no other writer runs meanwhile.
 //! Readers never take the lock; they read consistent snapshots.
 
+pub mod activities;
 pub mod backup;
 pub mod bulk;
 pub mod events;

@@ -63,6 +63,10 @@ queries! {
     LegacyNotifications => "legacy_notifications",
     DocumentCurrent => "document_current",
     Attestation => "attestation",
+    ConsignmentHistory => "consignment_history",
+    RevisionAt => "revision_at",
+    ConsignmentPartsAt => "consignment_parts_at",
+    LegacyRevisions => "legacy_revisions",
 }
 
 pub struct Queries {

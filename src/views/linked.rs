@@ -6,10 +6,11 @@
 //! payload objects embedded and the node's own resources (events, documents, summaries, system
 //! events) in `@included`; it expands with the same contexts to exactly those triples. The RDF
 //! formats carry the same graph; N-Quads and TriG keep each triple in its contribution graph,
-//! which says who contributed it.
+//! which says who contributed it. With `?at=`, the graph as it stood then ([`super::at`]).
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, FixedOffset};
 use oxigraph::io::{RdfFormat, RdfSerializer};
 use oxigraph::model::{GraphNameRef, Quad, Triple};
 
@@ -42,8 +43,15 @@ impl Views {
         scope: Scope,
         id: &str,
         format: Linked,
+        at: Option<DateTime<FixedOffset>>,
     ) -> Result<Vec<u8>> {
         let visible = self.resolve(caller, scope, id)?;
+        let when = match at {
+            Some(at) => self
+                .instant_in_history(&visible, at)?
+                .map(|when| (at, when)),
+            None => None,
+        };
         let mut quads = Vec::new();
         for graph in &visible.graphs {
             let graph: GraphNameRef<'_> = graph.as_ref().into();
@@ -54,6 +62,10 @@ impl Views {
             {
                 quads.push(quad?);
             }
+        }
+        if let Some((at, when)) = when {
+            let activity = self.description_at(&visible, &when)?;
+            quads = self.quads_at(&visible, quads, at, activity.as_ref())?;
         }
         match format {
             Linked::JsonLd => {

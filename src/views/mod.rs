@@ -15,13 +15,17 @@
 //! - `list`: the list pages (own, shared, merged) and their rows;
 //! - `scope`: which consignment an id names for the caller, and which graphs it may read;
 //! - `read`: one consignment's parts, rendered as the view and its events;
+//! - `history`: its revisions, and the consignment as it stood at an instant (`?at=`);
 //! - `documents`: DocumentAttachment and DocumentRecord, with download links;
 //! - `federated`: datasets served to partner nodes and joined from them;
 //! - [`linked`]: a consignment as JSON-LD (compacted against D23B), Turtle, N-Quads, ...
 
+mod at;
 mod documents;
 mod federated;
+mod history;
 pub use documents::pick as pick_document;
+pub use history::parse_at;
 pub mod linked;
 mod list;
 mod read;
@@ -76,6 +80,8 @@ pub struct Views {
     sharing: Arc<Sharing>,
     documents: Arc<Documents>,
     compactor: Compactor,
+    /// The inbox's contexts: a point-in-time linked read expands a stored activity again.
+    contexts: Arc<Contexts>,
 }
 
 /// A solution's literal or IRI as text.
@@ -99,11 +105,11 @@ impl Views {
         listing: Arc<Listing>,
         sharing: Arc<Sharing>,
         documents: Arc<Documents>,
-        contexts: &Contexts,
+        contexts: Arc<Contexts>,
         cursor_key: &[u8],
     ) -> Result<Self> {
         let compactor =
-            Compactor::new(contexts, crate::vocab::UNECE_CONTEXT).map_err(Error::internal)?;
+            Compactor::new(&contexts, crate::vocab::UNECE_CONTEXT).map_err(Error::internal)?;
         Ok(Self {
             store,
             queries,
@@ -113,6 +119,7 @@ impl Views {
             sharing,
             documents,
             compactor,
+            contexts,
         })
     }
 }

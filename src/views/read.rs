@@ -1,6 +1,8 @@
 //! One consignment as read from this node: its parts in the caller's graphs, rendered as the
 //! ConsignmentView and its EventViews.
 
+use oxigraph::sparql::QuerySolution;
+
 use super::*;
 
 impl Views {
@@ -17,25 +19,10 @@ impl Views {
                 ],
             )?;
             for row in rows {
-                let json = parse_json(&text(&row, "json").unwrap_or_default());
-                let at = text(&row, "at").unwrap_or_default();
-                let id = text(&row, "node").unwrap_or_default();
-                let contributor = text(&row, "contributor");
-                match text(&row, "kind").as_deref() {
-                    Some("payload") if *graph == visible.graph => parts.payload = Some(json),
-                    Some("event") => parts.events.push(Part::new(id, at, json, contributor)),
-                    Some("document") => parts.documents.push(Part {
-                        payload: text(&row, "payload").map(|p| parse_json(&p)),
-                        ..Part::new(id, at, json, contributor)
-                    }),
-                    Some("system") => parts.system.push(Part::new(id, at, json, contributor)),
-                    _ => {}
-                }
+                parts.take(row, graph, visible);
             }
         }
-        for list in [&mut parts.events, &mut parts.system, &mut parts.documents] {
-            list.sort_by(|a, b| instant(&a.at).cmp(&instant(&b.at)).then(a.id.cmp(&b.id)));
-        }
+        parts.sort();
         Ok(parts)
     }
 
@@ -131,6 +118,33 @@ pub(super) struct Parts {
     pub(super) events: Vec<Part>,
     pub(super) documents: Vec<Part>,
     pub(super) system: Vec<Part>,
+}
+
+impl Parts {
+    /// One row of `consignment_parts` (or `consignment_parts_at`) read from `graph`.
+    pub(super) fn take(&mut self, row: QuerySolution, graph: &NamedNode, visible: &Visible) {
+        let json = parse_json(&text(&row, "json").unwrap_or_default());
+        let at = text(&row, "at").unwrap_or_default();
+        let id = text(&row, "node").unwrap_or_default();
+        let contributor = text(&row, "contributor");
+        match text(&row, "kind").as_deref() {
+            Some("payload") if *graph == visible.graph => self.payload = Some(json),
+            Some("event") => self.events.push(Part::new(id, at, json, contributor)),
+            Some("document") => self.documents.push(Part {
+                payload: text(&row, "payload").map(|p| parse_json(&p)),
+                ..Part::new(id, at, json, contributor)
+            }),
+            Some("system") => self.system.push(Part::new(id, at, json, contributor)),
+            _ => {}
+        }
+    }
+
+    /// Events, system events and documents in time order (ties by id).
+    pub(super) fn sort(&mut self) {
+        for list in [&mut self.events, &mut self.system, &mut self.documents] {
+            list.sort_by(|a, b| instant(&a.at).cmp(&instant(&b.at)).then(a.id.cmp(&b.id)));
+        }
+    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -10,6 +10,7 @@ mod documents;
 mod endless;
 mod export;
 mod federation;
+mod history;
 mod ids;
 mod inbox;
 mod linked;

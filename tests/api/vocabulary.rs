@@ -57,6 +57,12 @@ struct World {
     kenya: Session,
 }
 
+/// Sets the scheduled departure of a consignment activity.
+fn departing(activity: &mut Value, at: &str) {
+    activity["object"]["atDepartureTransportMovement"]["departureEvent"][0]
+        ["scheduledOccurrenceDateTime"] = json!(at);
+}
+
 async fn world() -> World {
     let node = TestNode::start().await;
     let (operator, trader, kenya) = kenya_circle(&node).await;
@@ -79,16 +85,29 @@ async fn world() -> World {
     // Mombasa twice in ISO week 2026-W52; Dar es Salaam in 2026-W53 (1 January 2027) and,
     // after an update from Rotterdam, in 2026-W52 (Sunday 27 December).
     trader.publish_example(&node, "create-consignment").await; // KEMBA, 2026-12-24
+    let mut created = consignment_at(trader.org(), 503, "NLRTM", "2026-12-28T06:00:00Z");
     for activity in [
         consignment_at(trader.org(), 501, "KEMBA", "2026-12-21T10:00:00Z"),
         consignment_at(trader.org(), 502, "TZDAR", "2027-01-01T00:00:00Z"),
-        consignment_at(trader.org(), 503, "NLRTM", "2026-12-28T06:00:00Z"),
     ] {
         assert_completed(&trader.publish(&node, &activity).await);
     }
+    // 503 departs in 2099: its port changes before departure. 504 departed in January 2026,
+    // so the update to Dar es Salaam (dated when it is applied) comes after its departure.
     let mut update = consignment_at(trader.org(), 503, "TZDAR", "2026-12-27T06:00:00Z");
     update["type"] = json!("Update");
+    for activity in [&mut created, &mut update] {
+        departing(activity, "2099-01-01T08:00:00Z");
+    }
+    assert_completed(&trader.publish(&node, &created).await);
     assert_completed(&trader.publish(&node, &update).await);
+    let mut departed = consignment_at(trader.org(), 504, "KEMBA", "2026-02-01T06:00:00Z");
+    departing(&mut departed, "2026-01-10T08:00:00Z");
+    assert_completed(&trader.publish(&node, &departed).await);
+    let mut moved = consignment_at(trader.org(), 504, "TZDAR", "2026-02-01T06:00:00Z");
+    moved["type"] = json!("Update");
+    departing(&mut moved, "2026-01-10T08:00:00Z");
+    assert_completed(&trader.publish(&node, &moved).await);
     // Arrival by the trader, release by the Kenyan agency (a circle member) on FWD-2026-000417.
     trader.publish_example(&node, "add-event").await;
     let arrived = example_event(&trader, "tlip:vessel-arrived", "2026-12-24T07:30:00Z");
@@ -352,7 +371,8 @@ async fn the_readme_analyst_queries_answer_what_was_published() {
             "per-port-week",
             "dwell-time",
             "documents-per-type",
-            "shared-per-publisher"
+            "shared-per-publisher",
+            "port-changed-after-departure"
         ]
     );
     for (name, query) in &queries {
@@ -362,6 +382,7 @@ async fn the_readme_analyst_queries_answer_what_was_published() {
                 assert_eq!(
                     got,
                     vec![
+                        json!({"portOfEntry": "TZDAR", "week": "2026-W05", "consignments": "1"}),
                         json!({"portOfEntry": "KEMBA", "week": "2026-W52", "consignments": "2"}),
                         json!({"portOfEntry": "TZDAR", "week": "2026-W52", "consignments": "1"}),
                         json!({"portOfEntry": "TZDAR", "week": "2026-W53", "consignments": "1"}),
@@ -402,9 +423,21 @@ async fn the_readme_analyst_queries_answer_what_was_published() {
                 let got = run(&w.node, &w.kenya, query, "shared").await;
                 assert_eq!(got.len(), 1, "{got:?}");
                 assert_eq!(got[0]["publisher"], w.trader.org());
-                // FWD-2026-000417 and -000501 enter at Mombasa.
-                assert_eq!(got[0]["consignments"], "2");
+                // FWD-2026-000417 and -000501 enter at Mombasa; -000504 was routed when it
+                // still did (a grant stays when the port changes).
+                assert_eq!(got[0]["consignments"], "3");
                 assert!(got[0]["lastUpdate"].as_str().unwrap().starts_with("20"));
+                got
+            }
+            "port-changed-after-departure" => {
+                let got = run(&w.node, &w.trader, query, "own").await;
+                assert_eq!(got.len(), 1, "{got:?}");
+                assert_eq!(got[0]["consignment"], "FWD-2026-000504");
+                assert_eq!(got[0]["from"], "KEMBA");
+                assert_eq!(got[0]["to"], "TZDAR");
+                assert_eq!(got[0]["departure"], "2026-01-10T08:00:00Z");
+                // The agency it was shared with asks the same of what it may read.
+                assert_eq!(run(&w.node, &w.kenya, query, "shared").await, got);
                 got
             }
             other => panic!("README query {other} has no check here"),

@@ -9,6 +9,7 @@ use super::writer::{json_literal, Writer};
 use super::Apply;
 use crate::documents::Content;
 use crate::error::Result;
+use crate::intake::credential::Attested;
 use crate::rdf::literal;
 use crate::store::graphs;
 use crate::vocab::dsn;
@@ -24,9 +25,14 @@ impl Apply<'_> {
     ) -> Result<()> {
         let g = graphs::activities(self.org());
         let node_did = self.credentials.issuer().to_owned();
-        let credential =
-            self.credentials
-                .issue(&self.activity.actor_did, self.activity_hash, self.entry_id)?;
+        let credential = self.credentials.issue(&Attested {
+            actor: &self.activity.actor_did,
+            activity_type: self.activity.kind.as_str(),
+            activity_hash: self.activity_hash,
+            entry_id: self.entry_id,
+            consignment: &format!("aig:{}", record.aig_hex),
+            applied: self.now,
+        });
         let mut stored = self.activity.document.clone();
         if let Some(uri) = self.content.and_then(Content::stored_uri) {
             if let Some(Value::Object(object)) = stored.get_mut("object") {

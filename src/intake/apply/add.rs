@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::document::Revising;
 use super::lookup::Record;
+use super::system_event::Revision;
 use super::writer::{date_literal, json_literal, remove_quads, subject_quads, Writer};
 use super::Apply;
 use crate::consignment::ports::string_value;
@@ -78,7 +79,16 @@ impl Apply<'_> {
             self.revision(&mut w, &node, &graph, &object, content, previous);
         }
         self.touch(&mut w, &record)?;
-        self.system_event(&mut w, &record, &graph, kind, node.as_str(), self.now);
+        self.system_event(
+            &mut w,
+            &record,
+            Revision {
+                graph: &graph,
+                object_type: kind,
+                object_id: node.as_str(),
+                changed: Vec::new(),
+            },
+        );
         self.activity_graph(&mut w, &rest, &record)?;
         Ok(Ok(w.written))
     }

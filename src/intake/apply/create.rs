@@ -3,8 +3,10 @@
 use oxigraph::store::Transaction;
 
 use super::lookup::Record;
+use super::system_event::Revision;
 use super::writer::Writer;
 use super::Apply;
+use crate::consignment::changes;
 use crate::error::Result;
 use crate::intake::log::TaskError;
 use crate::sharing::readable;
@@ -41,10 +43,12 @@ impl Apply<'_> {
         self.system_event(
             &mut w,
             &record,
-            &record.graph(),
-            "Consignment",
-            &format!("aig:{aig}"),
-            &now,
+            Revision {
+                graph: &record.graph(),
+                object_type: "Consignment",
+                object_id: &format!("aig:{aig}"),
+                changed: changes::created(),
+            },
         );
         self.activity_graph(&mut w, &rest, &record)?;
         let written = w.written;

@@ -5,11 +5,14 @@ use std::collections::HashSet;
 
 use oxigraph::model::{GraphName, NamedOrBlankNode, Term};
 use oxigraph::store::Transaction;
+use serde_json::Value;
 
 use super::lookup::Record;
 use super::route::facts;
+use super::system_event::Revision;
 use super::writer::{remove_quads, subject_quads, Writer};
 use super::Apply;
+use crate::consignment::changes;
 use crate::error::Result;
 use crate::intake::log::TaskError;
 use crate::sharing::policy::Facts;
@@ -42,7 +45,9 @@ impl Apply<'_> {
         }
         let created = self.created_of(tx, &old)?;
         let now = self.now.to_owned();
-        let old_facts = stored_facts(tx, &old)?;
+        let (old_facts, old_payload) = stored_facts(tx, &old)?;
+        let new_payload = Value::Object(self.activity.object().clone());
+        let changed = changes::paths(old_payload.as_ref(), &new_payload);
         remove_description(tx, &old)?;
         let record = Record {
             global_id,
@@ -61,10 +66,12 @@ impl Apply<'_> {
         self.system_event(
             &mut w,
             &record,
-            &record.graph(),
-            "Consignment",
-            &aig_id,
-            &now,
+            Revision {
+                graph: &record.graph(),
+                object_type: "Consignment",
+                object_id: &aig_id,
+                changed,
+            },
         );
         self.activity_graph(&mut w, &rest, &record)?;
         let written = w.written;
@@ -76,14 +83,20 @@ impl Apply<'_> {
     }
 }
 
-/// The same facts as the stored summary has them (before an update replaces it).
-fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<Facts> {
+/// The routing facts and the description (JSON) as the stored summary has them, before an
+/// update replaces it.
+fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<(Facts, Option<Value>)> {
     let mut facts = Facts::default();
+    let mut payload = None;
     for q in subject_quads(tx, &graphs::summary(&record.aig_hex), None, &record.graph())? {
         let Term::Literal(value) = &q.object else {
             continue;
         };
         let slot = match q.predicate.as_str().strip_prefix(crate::vocab::DSN) {
+            Some("payload") => {
+                payload = serde_json::from_str(value.value()).ok();
+                continue;
+            }
             Some("portOfEntryCode") => &mut facts.entry,
             Some("portOfExitCode") => &mut facts.exit,
             Some("portOfEntryCountry") => &mut facts.entry_country,
@@ -92,7 +105,7 @@ fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<Facts> {
         };
         *slot = Some(value.value().to_owned());
     }
-    Ok(facts)
+    Ok((facts, payload))
 }
 
 /// Removes a consignment's description (everything reachable from the consignment node in its

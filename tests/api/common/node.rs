@@ -32,6 +32,10 @@ impl TestNode {
 
     /// A node on a data directory that already holds data (a restored backup).
     pub async fn start_in(dir: TempDir, adjust: impl FnOnce(&mut Config)) -> Self {
+        // `TEST_LOG=debug` shows the in-process nodes' logs (an internal error's cause).
+        if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("TEST_LOG") {
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
+        }
         let mut config = Config::with_data_dir(dir.path());
         config.api_key = Some(OPERATOR_KEY.into());
         adjust(&mut config);

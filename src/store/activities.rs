@@ -1,0 +1,73 @@
+//! The activities organisations' activity graphs keep, found by the log entry that applied
+//! them: the payload (the activity as received, with the generator and trust credential the
+//! node injected) is the one copy of each revision's description.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use oxigraph::model::Term;
+use serde_json::Value;
+
+use super::{graphs, Store};
+use crate::error::Result;
+use crate::vocab::dsn;
+
+/// The stored activity applied by log entry `entry_id` (32 hex digits), if any. Blocking.
+pub fn of_entry(store: &Store, entry_id: &str) -> Result<Option<Value>> {
+    for text in literals(store, entry_id, "payload")? {
+        let Ok(value) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        // An activity node the caller named twice (its own `id`) holds two payloads: the
+        // credential of each names the entry that applied it.
+        let credential = value.get("trustCredential").and_then(Value::as_str);
+        if credential.is_some_and(|c| issued_for(c, entry_id)) {
+            return Ok(Some(value));
+        }
+    }
+    Ok(None)
+}
+
+/// The node's credential (attestation) of the activity log entry `entry_id` applied, without
+/// reading the payload. Blocking.
+pub fn credential_of(store: &Store, entry_id: &str) -> Result<Option<String>> {
+    Ok(literals(store, entry_id, "trustCredential")?
+        .into_iter()
+        .find(|c| issued_for(c, entry_id)))
+}
+
+fn issued_for(credential: &str, entry_id: &str) -> bool {
+    claims(credential).is_some_and(|c| c.get("jti").and_then(Value::as_str) == Some(entry_id))
+}
+
+/// The `dsn:<predicate>` literals of the activity (or activities) naming the log entry.
+fn literals(store: &Store, entry_id: &str, predicate: &str) -> Result<Vec<String>> {
+    let log = graphs::minted("activity-log", entry_id);
+    let db = store.db();
+    let (log_entry, wanted) = (dsn("logEntry"), dsn(predicate));
+    let mut out = Vec::new();
+    for quad in db.quads_for_pattern(
+        None,
+        Some(log_entry.as_ref()),
+        Some(log.as_ref().into()),
+        None,
+    ) {
+        let quad = quad?;
+        for stored in db.quads_for_pattern(
+            Some(quad.subject.as_ref()),
+            Some(wanted.as_ref()),
+            None,
+            Some(quad.graph_name.as_ref()),
+        ) {
+            if let Term::Literal(l) = stored?.object {
+                out.push(l.value().to_owned());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The claims of a compact JWS the node issued (read from its own store: already trusted).
+pub fn claims(jws: &str) -> Option<Value> {
+    let part = jws.split('.').nth(1)?;
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).ok()?).ok()
+}

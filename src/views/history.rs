@@ -1,0 +1,274 @@
+//! A consignment's history: its revisions (the system events every applied Create, Update and
+//! Add leaves in the contributor's graph), newest first, with the node's attestation of each;
+//! and the consignment as it stood at an instant (`?at=`).
+//!
+//! Both read the contribution graphs the scope gives, like every read: a grantee reads the
+//! publisher's revisions from the Create on, since a grant shares the consignment and not only
+//! its changes from then. Partner nodes' contributions are not part of either (they are pulled
+//! live, as they are now).
+
+use chrono::{DateTime, FixedOffset, SecondsFormat, Utc};
+use oxigraph::model::{Literal, Term};
+
+use super::*;
+use crate::consignment::Page;
+use crate::store::activities;
+use crate::vocab::xsd;
+
+/// One revision, as stored.
+struct Revision {
+    /// The hex of the system event's IRI.
+    id: String,
+    at: Option<DateTime<FixedOffset>>,
+    /// The system event's JSON (who, what, when, which log entry).
+    json: Value,
+    changed: Option<Value>,
+}
+
+impl Revision {
+    fn field(&self, path: &[&str]) -> Option<&str> {
+        path.iter()
+            .try_fold(&self.json, |v, k| v.get(*k))
+            .and_then(Value::as_str)
+    }
+
+    fn entry_id(&self) -> Option<&str> {
+        self.field(&["object", "detail", "activityLogId"])
+    }
+}
+
+const NO_REVISION: &str = "no revision with this id in this consignment's history";
+
+impl Views {
+    /// `GET /consignments/{id}/history`. Blocking.
+    pub fn history(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page> {
+        let visible = self.resolve(caller, scope, id)?;
+        let list = format!("history:{}", visible.aig);
+        let org = caller.organization.as_str();
+        let after = cursor
+            .map(|c| self.cursors.decode(c, &list, org, scope.as_str()))
+            .transpose()?
+            .map(|p| (instant(&p.at), p.id));
+        let mut rows: Vec<Revision> = self
+            .revisions(&visible)?
+            .into_iter()
+            .filter(|r| match &after {
+                Some((at, id)) => (r.at, &r.id) < (*at, id),
+                None => true,
+            })
+            .collect();
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        let cursor = match (more, rows.last()) {
+            (true, Some(last)) => Some(self.cursors.encode(&Position {
+                list,
+                org: org.to_owned(),
+                scope: scope.as_str().into(),
+                at: last.field(&["date"]).unwrap_or_default().to_owned(),
+                id: last.id.clone(),
+            })),
+            _ => None,
+        };
+        let entities = rows
+            .iter()
+            .map(|r| self.history_entry(r))
+            .collect::<Result<_>>()?;
+        Ok(Page::new(entities, cursor))
+    }
+
+    /// `GET /consignments/{id}/history/{revision}`: one entry, with the description as that
+    /// revision sent it (a Create or Update). Blocking.
+    pub fn revision(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        revision: &str,
+    ) -> Result<Value> {
+        let visible = self.resolve(caller, scope, id)?;
+        let found = self
+            .revisions(&visible)?
+            .into_iter()
+            .find(|r| r.id == revision)
+            .ok_or_else(|| Error::NotFound(NO_REVISION.into()))?;
+        let mut entry = self.history_entry(&found)?;
+        let changes_description = found.field(&["object", "type"]) == Some("Consignment");
+        if let (true, Some(log)) = (changes_description, found.entry_id()) {
+            if let Some(object) = activities::of_entry(&self.store, log)?
+                .and_then(|activity| activity.get("object").cloned())
+            {
+                entry["description"] = object;
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Every revision in the graphs the caller reads, newest first.
+    fn revisions(&self, visible: &Visible) -> Result<Vec<Revision>> {
+        let mut out = Vec::new();
+        for graph in &visible.graphs {
+            let rows = self.queries.select(
+                &self.store,
+                Query::ConsignmentHistory,
+                &[
+                    ("graph", graph.clone().into()),
+                    ("record", visible.record.clone().into()),
+                ],
+            )?;
+            for row in rows {
+                let iri = text(&row, "revision").unwrap_or_default();
+                out.push(Revision {
+                    id: iri.rsplit(':').next().unwrap_or_default().to_owned(),
+                    at: text(&row, "date").as_deref().and_then(instant),
+                    json: parse_json(&text(&row, "json").unwrap_or_default()),
+                    changed: text(&row, "changed").map(|c| parse_json(&c)),
+                });
+            }
+        }
+        out.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
+        out.dedup_by(|a, b| a.id == b.id);
+        Ok(out)
+    }
+
+    /// A history entry: who changed what, when, and the node's attestation of it.
+    fn history_entry(&self, r: &Revision) -> Result<Value> {
+        let mut entry = Map::new();
+        entry.insert("revision".into(), json!(r.id));
+        entry.insert("type".into(), json!(r.field(&["typeCode"])));
+        entry.insert("date".into(), json!(r.field(&["date"])));
+        entry.insert(
+            "organizationIdentity".into(),
+            json!(r.field(&["source", "detail", "organizationId"])),
+        );
+        entry.insert("userIdentity".into(), json!(r.field(&["source", "id"])));
+        entry.insert("activityLogEntryId".into(), json!(r.entry_id()));
+        entry.insert("changed".into(), r.changed.clone().unwrap_or(Value::Null));
+        entry.insert(
+            "object".into(),
+            json!({"type": r.field(&["object", "type"]), "id": r.field(&["object", "id"])}),
+        );
+        if let Some(jws) = r
+            .entry_id()
+            .map(|e| activities::credential_of(&self.store, e))
+            .transpose()?
+            .flatten()
+        {
+            entry.insert("attestation".into(), json!(jws));
+        }
+        Ok(Value::Object(entry))
+    }
+
+    /// The consignment as it stood at `at` (`?at=`): the description of the revision then
+    /// current, the events and documents added by then, each document at its revision then
+    /// current. Before the Create: not found. At or after the last change: the current read.
+    /// Blocking.
+    pub fn read_at(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        at: DateTime<FixedOffset>,
+    ) -> Result<Read> {
+        let mut visible = self.resolve(caller, scope, id)?;
+        let Some(when) = self.instant_in_history(&visible, at)? else {
+            let parts = self.parts(&visible)?;
+            return Ok(Read { visible, parts });
+        };
+        let mut parts = Parts::default();
+        for graph in &visible.graphs {
+            let rows = self.queries.select(
+                &self.store,
+                Query::ConsignmentPartsAt,
+                &[
+                    ("graph", graph.clone().into()),
+                    ("record", visible.record.clone().into()),
+                    ("when", when.clone()),
+                ],
+            )?;
+            for row in rows {
+                parts.take(row, graph, &visible);
+            }
+        }
+        parts.sort();
+        // As in the current read: the description only when the scope reads the publisher's.
+        if visible.graphs.contains(&visible.graph) {
+            parts.payload = self
+                .description_at(&visible, &when)?
+                .and_then(|activity| activity.get("object").cloned());
+        }
+        if let Some(last) = parts.system.iter().filter_map(|s| instant(&s.at)).max() {
+            visible.updated = last.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+        }
+        // Partner nodes serve their contributions as they are now.
+        visible.remote.clear();
+        Ok(Read { visible, parts })
+    }
+
+    /// `at` as a bound `xsd:dateTime` when it falls inside the consignment's history; `None`
+    /// at or after its last change (the current state answers); not found before its Create.
+    pub(super) fn instant_in_history(
+        &self,
+        visible: &Visible,
+        at: DateTime<FixedOffset>,
+    ) -> Result<Option<Term>> {
+        if instant(&visible.updated).is_some_and(|updated| at >= updated) {
+            return Ok(None);
+        }
+        if instant(&visible.created).is_none_or(|created| at < created) {
+            return Err(Error::NotFound(format!(
+                "this consignment was not yet created at {}",
+                at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+            )));
+        }
+        let utc = at.with_timezone(&Utc);
+        Ok(Some(
+            Literal::new_typed_literal(
+                utc.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+                xsd("dateTime"),
+            )
+            .into(),
+        ))
+    }
+
+    /// The activity (as stored, with its object) of the revision current at `when`.
+    pub(super) fn description_at(&self, visible: &Visible, when: &Term) -> Result<Option<Value>> {
+        let rows = self.queries.select(
+            &self.store,
+            Query::RevisionAt,
+            &[
+                ("graph", visible.graph.clone().into()),
+                ("record", visible.record.clone().into()),
+                ("when", when.clone()),
+            ],
+        )?;
+        let Some(entry) = rows.first().and_then(|r| text(r, "entry")) else {
+            return Ok(None);
+        };
+        let entry_id = entry.rsplit(':').next().unwrap_or_default();
+        activities::of_entry(&self.store, entry_id)
+    }
+}
+
+/// Parses `?at=`: an RFC 3339 date-time (ISO 8601 with a time zone), not before 1970.
+pub fn parse_at(raw: &str) -> Result<DateTime<FixedOffset>> {
+    let at = DateTime::parse_from_rfc3339(raw.trim()).map_err(|_| {
+        Error::invalid_field(
+            "at",
+            "not an ISO 8601 date-time with a time zone (e.g. 2026-03-01T12:00:00Z)",
+        )
+    })?;
+    if at.timestamp() < 0 {
+        return Err(Error::invalid_field(
+            "at",
+            "before 1970-01-01T00:00:00Z: the node holds nothing that old",
+        ));
+    }
+    Ok(at)
+}
