@@ -79,9 +79,11 @@ impl Node {
             crate::replica::log::forget(&store)?;
         }
         let countries = Arc::new(crate::intake::load_countries()?);
-        if crate::intake::upgrade::run(&store, &queries, &countries)? > 0 {
-            // Written outside the writes' journal: the replica syncs in full.
+        if crate::intake::upgrade::pending(&store)? {
+            // Written outside the writes' journal: the replica syncs in full (forgotten first,
+            // so a crash during the upgrade still leads to the full sync).
             crate::replica::log::forget(&store)?;
+            crate::intake::upgrade::run(&store, &queries, &countries)?;
         }
         // Before any write it must log (the markers' rebuild in `Sharing::open` included).
         let replica = Replica::open(&store, &config.replica)?;

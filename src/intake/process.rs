@@ -87,7 +87,9 @@ impl Intake {
         timings.route = events.routing;
         // As a later GET of the entry (or a replay) answers: with the node's attestation.
         if !entry.failed() {
-            entry.attestation = crate::store::activities::credential_of(&self.store, &entry.id)?;
+            let graph = crate::store::graphs::activities(&caller.organization);
+            entry.attestation =
+                crate::store::activities::credential_of(&self.store, &graph, &entry.id)?;
         }
         Ok(Outcome {
             entry,

@@ -1,8 +1,9 @@
 //! Gives the system events written before they were revisions what the history and the
 //! point-in-time reads need: `dsn:logEntry` (from their JSON), `dsn:changed` (the difference
 //! between the descriptions of consecutive revisions, read from their activities' payloads) and,
-//! for a Create or Update, `dsn:declaredPortOfEntry`. Runs at start-up; a store already in the
-//! current layout costs one empty look-up.
+//! for a Create or Update, `dsn:declaredPortOfEntry`. Runs at start-up, once: a marker in the
+//! layout graph says it is done (a new store gets it at its first start), so later starts cost
+//! one look-up.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -24,9 +25,25 @@ struct Legacy {
     date: Option<chrono::DateTime<chrono::FixedOffset>>,
     code: String,
     entry: Option<String>,
+    /// The contributing organisation's activity graph.
+    activities: Option<NamedNode>,
 }
 
-/// Returns how many system events were upgraded. Blocking.
+fn marker() -> Quad {
+    Quad::new(
+        graphs::layout(),
+        dsn("revisions"),
+        literal("system-events"),
+        GraphName::NamedNode(graphs::layout()),
+    )
+}
+
+/// Whether the upgrade is still to run. Blocking.
+pub fn pending(store: &Store) -> Result<bool> {
+    Ok(!store.db().contains(&marker())?)
+}
+
+/// Returns how many system events were upgraded, then marks the store done. Blocking.
 pub fn run(store: &Store, queries: &Queries, countries: &HashSet<String>) -> Result<usize> {
     let rows = queries.select(store, Query::LegacyRevisions, &[])?;
     let mut by_consignment: BTreeMap<(String, String), Vec<Legacy>> = BTreeMap::new();
@@ -50,6 +67,9 @@ pub fn run(store: &Store, queries: &Queries, countries: &HashSet<String>) -> Res
                 entry: json["object"]["detail"]["activityLogId"]
                     .as_str()
                     .map(str::to_owned),
+                activities: json["source"]["detail"]["organizationId"]
+                    .as_str()
+                    .map(graphs::activities),
             });
     }
     let mut pending: Vec<Quad> = Vec::new();
@@ -62,11 +82,10 @@ pub fn run(store: &Store, queries: &Queries, countries: &HashSet<String>) -> Res
             let quad = |p: &str, o: Term| Quad::new(r.revision.clone(), dsn(p), o, graph.clone());
             let mut changed = Vec::new();
             if r.code != "ADD" {
-                let object = match &r.entry {
-                    Some(entry) => {
-                        activities::of_entry(store, entry)?.and_then(|a| a.get("object").cloned())
-                    }
-                    None => None,
+                let object = match (&r.entry, &r.activities) {
+                    (Some(entry), Some(graph)) => activities::of_entry(store, graph, entry)?
+                        .and_then(|a| a.get("object").cloned()),
+                    _ => None,
                 };
                 changed = match (&object, r.code.as_str()) {
                     (Some(new), "UPDATE") => changes::paths(previous.as_ref(), new),
@@ -97,6 +116,7 @@ pub fn run(store: &Store, queries: &Queries, countries: &HashSet<String>) -> Res
             insert(store, &mut pending)?;
         }
     }
+    pending.push(marker());
     insert(store, &mut pending)?;
     if upgraded > 0 {
         tracing::info!(upgraded, "gave earlier system events their revision facts");

@@ -1,19 +1,21 @@
 //! The activities organisations' activity graphs keep, found by the log entry that applied
 //! them: the payload (the activity as received, with the generator and trust credential the
-//! node injected) is the one copy of each revision's description.
+//! node injected) is the one copy of each revision's description. Every look-up names the
+//! activity graph of the organisation whose revision it reads, so it finds nothing of another.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use oxigraph::model::Term;
+use oxigraph::model::{NamedNode, Term};
 use serde_json::Value;
 
 use super::{graphs, Store};
 use crate::error::Result;
 use crate::vocab::dsn;
 
-/// The stored activity applied by log entry `entry_id` (32 hex digits), if any. Blocking.
-pub fn of_entry(store: &Store, entry_id: &str) -> Result<Option<Value>> {
-    for text in literals(store, entry_id, "payload")? {
+/// The activity log entry `entry_id` (32 hex digits) applied, as activity graph `graph` keeps
+/// it, if any. Blocking.
+pub fn of_entry(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<Value>> {
+    for text in literals(store, graph, entry_id, "payload")? {
         let Ok(value) = serde_json::from_str::<Value>(&text) else {
             continue;
         };
@@ -29,8 +31,8 @@ pub fn of_entry(store: &Store, entry_id: &str) -> Result<Option<Value>> {
 
 /// The node's credential (attestation) of the activity log entry `entry_id` applied, without
 /// reading the payload. Blocking.
-pub fn credential_of(store: &Store, entry_id: &str) -> Result<Option<String>> {
-    Ok(literals(store, entry_id, "trustCredential")?
+pub fn credential_of(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<String>> {
+    Ok(literals(store, graph, entry_id, "trustCredential")?
         .into_iter()
         .find(|c| issued_for(c, entry_id)))
 }
@@ -39,8 +41,14 @@ fn issued_for(credential: &str, entry_id: &str) -> bool {
     claims(credential).is_some_and(|c| c.get("jti").and_then(Value::as_str) == Some(entry_id))
 }
 
-/// The `dsn:<predicate>` literals of the activity (or activities) naming the log entry.
-fn literals(store: &Store, entry_id: &str, predicate: &str) -> Result<Vec<String>> {
+/// The `dsn:<predicate>` literals of the activity (or activities) in `graph` naming the log
+/// entry.
+fn literals(
+    store: &Store,
+    graph: &NamedNode,
+    entry_id: &str,
+    predicate: &str,
+) -> Result<Vec<String>> {
     let log = graphs::minted("activity-log", entry_id);
     let db = store.db();
     let (log_entry, wanted) = (dsn("logEntry"), dsn(predicate));
@@ -49,14 +57,14 @@ fn literals(store: &Store, entry_id: &str, predicate: &str) -> Result<Vec<String
         None,
         Some(log_entry.as_ref()),
         Some(log.as_ref().into()),
-        None,
+        Some(graph.as_ref().into()),
     ) {
         let quad = quad?;
         for stored in db.quads_for_pattern(
             Some(quad.subject.as_ref()),
             Some(wanted.as_ref()),
             None,
-            Some(quad.graph_name.as_ref()),
+            Some(graph.as_ref().into()),
         ) {
             if let Term::Literal(l) = stored?.object {
                 out.push(l.value().to_owned());

@@ -16,7 +16,6 @@ use oxigraph::model::{GraphName, NamedNode, NamedOrBlankNode, Quad, Term};
 use serde_json::Value;
 
 use super::{instant, Views, Visible};
-use crate::error::{Error, Result};
 use crate::jsonld::Expander;
 use crate::store::graphs::{self, MINTED_PREFIX};
 use crate::vocab::dsn;
@@ -29,7 +28,7 @@ impl Views {
         quads: Vec<Quad>,
         at: DateTime<FixedOffset>,
         description: Option<&Value>,
-    ) -> Result<Vec<Quad>> {
+    ) -> Vec<Quad> {
         let record: NamedOrBlankNode = visible.record.clone().into();
         let publisher = GraphName::NamedNode(visible.graph.clone());
         let current = reachable_in(&quads, &record, &publisher);
@@ -39,7 +38,7 @@ impl Views {
             .collect();
         if let (Some(activity), true) = (description, visible.graphs.contains(&visible.graph)) {
             kept.extend(
-                self.expand_description(activity, &visible.record)?
+                self.expand_description(activity, &visible.record)
                     .into_iter()
                     .map(|(s, p, o)| Quad::new(s, p, o, publisher.clone())),
             );
@@ -53,30 +52,33 @@ impl Views {
                 .map(|q| q.subject.clone()),
         );
         let alive = reachable(&kept, roots, &dropped);
-        Ok(kept
-            .into_iter()
+        kept.into_iter()
             .filter(|q| alive.contains(&q.subject))
             .filter(|q| !node_of(&q.object).is_some_and(|o| dropped.contains(&o)))
-            .collect())
+            .collect()
     }
 
-    /// The triples of a stored activity's object, rooted at the consignment node.
+    /// The triples of a stored activity's object, rooted at the consignment node. An activity
+    /// the shipped contexts no longer expand (they changed since) gives none, and is logged:
+    /// the read answers without that description rather than not at all.
     fn expand_description(
         &self,
         activity: &Value,
         record: &NamedNode,
-    ) -> Result<Vec<(NamedOrBlankNode, NamedNode, Term)>> {
+    ) -> Vec<(NamedOrBlankNode, NamedNode, Term)> {
         let Some(doc) = activity.as_object() else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
         let mut expander = Expander::new(&self.contexts);
         expander.fix_subject("object", record.clone().into(), false);
         // The activity's own node is not part of the description (its object is).
         let activity_node = graphs::minted("activity", "point-in-time");
         expander.fix_subject("", activity_node.clone().into(), false);
-        expander
-            .document(doc)
-            .map_err(|e| Error::internal(e.message))?;
+        if let Err(e) = expander.document(doc) {
+            let record = record.as_str();
+            tracing::error!(record, error = %e.message, "a stored activity no longer expands");
+            return Vec::new();
+        }
         let triples = expander.finish().triples;
         let as_quads: Vec<Quad> = triples
             .iter()
@@ -92,11 +94,11 @@ impl Views {
         let root = NamedOrBlankNode::from(record.clone());
         let activity = NamedOrBlankNode::from(activity_node);
         let inside = reachable_in(&as_quads, &root, &GraphName::DefaultGraph);
-        Ok(triples
+        triples
             .into_iter()
             .filter(|t| inside.contains(&t.subject) && t.subject != activity)
             .map(|t| (t.subject, t.predicate, t.object))
-            .collect())
+            .collect()
     }
 }
 

@@ -8,7 +8,7 @@
 //! live, as they are now).
 
 use chrono::{DateTime, FixedOffset, SecondsFormat, Utc};
-use oxigraph::model::{Literal, Term};
+use oxigraph::model::{Literal, NamedNode, Term};
 
 use super::*;
 use crate::consignment::Page;
@@ -19,6 +19,8 @@ use crate::vocab::xsd;
 struct Revision {
     /// The hex of the system event's IRI.
     id: String,
+    /// The stored `dsn:date`, as the view's `created` and `updated` write dates.
+    date: String,
     at: Option<DateTime<FixedOffset>>,
     /// The system event's JSON (who, what, when, which log entry).
     json: Value,
@@ -34,6 +36,12 @@ impl Revision {
 
     fn entry_id(&self) -> Option<&str> {
         self.field(&["object", "detail", "activityLogId"])
+    }
+
+    /// The contributing organisation's activity graph (where its activity is kept).
+    fn activity_graph(&self) -> Option<NamedNode> {
+        self.field(&["source", "detail", "organizationId"])
+            .map(graphs::activities)
     }
 }
 
@@ -71,7 +79,7 @@ impl Views {
                 list,
                 org: org.to_owned(),
                 scope: scope.as_str().into(),
-                at: last.field(&["date"]).unwrap_or_default().to_owned(),
+                at: last.date.clone(),
                 id: last.id.clone(),
             })),
             _ => None,
@@ -100,8 +108,12 @@ impl Views {
             .ok_or_else(|| Error::NotFound(NO_REVISION.into()))?;
         let mut entry = self.history_entry(&found)?;
         let changes_description = found.field(&["object", "type"]) == Some("Consignment");
-        if let (true, Some(log)) = (changes_description, found.entry_id()) {
-            if let Some(object) = activities::of_entry(&self.store, log)?
+        if let (true, Some(log), Some(graph)) = (
+            changes_description,
+            found.entry_id(),
+            found.activity_graph(),
+        ) {
+            if let Some(object) = activities::of_entry(&self.store, &graph, log)?
                 .and_then(|activity| activity.get("object").cloned())
             {
                 entry["description"] = object;
@@ -124,9 +136,11 @@ impl Views {
             )?;
             for row in rows {
                 let iri = text(&row, "revision").unwrap_or_default();
+                let date = text(&row, "date").unwrap_or_default();
                 out.push(Revision {
                     id: iri.rsplit(':').next().unwrap_or_default().to_owned(),
-                    at: text(&row, "date").as_deref().and_then(instant),
+                    at: instant(&date),
+                    date,
                     json: parse_json(&text(&row, "json").unwrap_or_default()),
                     changed: text(&row, "changed").map(|c| parse_json(&c)),
                 });
@@ -142,7 +156,7 @@ impl Views {
         let mut entry = Map::new();
         entry.insert("revision".into(), json!(r.id));
         entry.insert("type".into(), json!(r.field(&["typeCode"])));
-        entry.insert("date".into(), json!(r.field(&["date"])));
+        entry.insert("date".into(), json!(r.date));
         entry.insert(
             "organizationIdentity".into(),
             json!(r.field(&["source", "detail", "organizationId"])),
@@ -154,12 +168,11 @@ impl Views {
             "object".into(),
             json!({"type": r.field(&["object", "type"]), "id": r.field(&["object", "id"])}),
         );
-        if let Some(jws) = r
-            .entry_id()
-            .map(|e| activities::credential_of(&self.store, e))
-            .transpose()?
-            .flatten()
-        {
+        let credential = match (r.activity_graph(), r.entry_id()) {
+            (Some(graph), Some(entry)) => activities::credential_of(&self.store, &graph, entry)?,
+            _ => None,
+        };
+        if let Some(jws) = credential {
             entry.insert("attestation".into(), json!(jws));
         }
         Ok(Value::Object(entry))
@@ -177,6 +190,8 @@ impl Views {
         at: DateTime<FixedOffset>,
     ) -> Result<Read> {
         let mut visible = self.resolve(caller, scope, id)?;
+        // Partner nodes serve their contributions as they are now: none at an instant.
+        visible.remote.clear();
         let Some(when) = self.instant_in_history(&visible, at)? else {
             let parts = self.parts(&visible)?;
             return Ok(Read { visible, parts });
@@ -203,11 +218,11 @@ impl Views {
                 .description_at(&visible, &when)?
                 .and_then(|activity| activity.get("object").cloned());
         }
-        if let Some(last) = parts.system.iter().filter_map(|s| instant(&s.at)).max() {
-            visible.updated = last.to_rfc3339_opts(SecondsFormat::AutoSi, true);
-        }
-        // Partner nodes serve their contributions as they are now.
-        visible.remote.clear();
+        // The last revision by then the caller reads (parts are in time order).
+        visible.updated = match parts.system.last() {
+            Some(last) => last.at.clone(),
+            None => visible.created.clone(),
+        };
         Ok(Read { visible, parts })
     }
 
@@ -248,11 +263,16 @@ impl Views {
                 ("when", when.clone()),
             ],
         )?;
-        let Some(entry) = rows.first().and_then(|r| text(r, "entry")) else {
+        let Some(row) = rows.first() else {
             return Ok(None);
         };
+        let entry = text(row, "entry").unwrap_or_default();
         let entry_id = entry.rsplit(':').next().unwrap_or_default();
-        activities::of_entry(&self.store, entry_id)
+        let json = parse_json(&text(row, "json").unwrap_or_default());
+        let Some(publisher) = json["source"]["detail"]["organizationId"].as_str() else {
+            return Ok(None);
+        };
+        activities::of_entry(&self.store, &graphs::activities(publisher), entry_id)
     }
 }
 
@@ -264,6 +284,10 @@ pub fn parse_at(raw: &str) -> Result<DateTime<FixedOffset>> {
             "not an ISO 8601 date-time with a time zone (e.g. 2026-03-01T12:00:00Z)",
         )
     })?;
+    // chrono takes `:60` (a leap second) as a second past 59; RDF's xsd:dateTime does not.
+    if at.timestamp_subsec_nanos() >= 1_000_000_000 {
+        return Err(Error::invalid_field("at", "seconds must be below 60"));
+    }
     if at.timestamp() < 0 {
         return Err(Error::invalid_field(
             "at",

@@ -64,8 +64,11 @@ impl Views {
             }
         }
         if let Some((at, when)) = when {
-            let activity = self.description_at(&visible, &when)?;
-            quads = self.quads_at(&visible, quads, at, activity.as_ref())?;
+            let activity = match visible.graphs.contains(&visible.graph) {
+                true => self.description_at(&visible, &when)?,
+                false => None,
+            };
+            quads = self.quads_at(&visible, quads, at, activity.as_ref());
         }
         match format {
             Linked::JsonLd => {

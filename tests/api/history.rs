@@ -1,12 +1,10 @@
 //! A consignment's history: every revision newest first, point-in-time reads (`?at=`) of the
-//! view, its events, documents and linked-data forms, the node's attestation of each revision
-//! checked with another JOSE implementation, and the upgrade of system events stored before
-//! they were revisions.
+//! view, its events, documents and linked-data forms, and the node's attestation of each
+//! revision checked with another JOSE implementation. (The upgrade of system events stored
+//! before they were revisions: `upgrade.rs`.)
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use dataspace_node::store::Store;
-use oxigraph::model::{NamedNode, NamedOrBlankNode, Quad};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -17,7 +15,7 @@ const ARRIVAL_CODE: &str =
     "$.atArrivalTransportMovement.arrivalEvent[0].occurrenceLogisticsLocation.identifier['@value']";
 const MODE: &str = "$.atDepartureTransportMovement.transportModeCode";
 
-fn history(id: &str) -> String {
+pub fn history(id: &str) -> String {
     format!("{LIST}/{id}/history")
 }
 
@@ -55,7 +53,7 @@ fn mode_of(view: &Value) -> &str {
 /// A trader's consignment: created for Rotterdam by sea, updated to Mombasa by road (which
 /// routes it to the Kenyan agency), inspected by the agency, then an invoice in two revisions.
 /// Returns the log entry ids in order.
-async fn five_revisions(node: &TestNode, trader: &Session, agency: &Session) -> Vec<String> {
+pub async fn five_revisions(node: &TestNode, trader: &Session, agency: &Session) -> Vec<String> {
     let mut ids = Vec::new();
     let activities = [
         (trader, consignment(trader.org(), "Create", "NLRTM", "1")),
@@ -271,9 +269,14 @@ async fn reads_at_an_instant_answer_as_the_data_stood_then() {
     let node = TestNode::start().await;
     let (_operator, trader, agency) = kenya_circle(&node).await;
     five_revisions(&node, &trader, &agency).await;
+    // One more change after the invoice's second revision, so that an instant after it is in
+    // the history (not the current state).
+    let arrived = example_event(&trader, "tlip:vessel-arrived", "2026-12-24T07:30:00Z");
+    assert_completed(&trader.publish(&node, &arrived).await);
     let entries = get_json(&trader, &node, &format!("{}?scope=all", history(GLOBAL_ID))).await;
     let date = |i: usize| entries["entities"][i]["date"].as_str().unwrap().to_owned();
-    let (created, updated, inspected, invoiced) = (date(4), date(3), date(2), date(1));
+    let (created, updated, inspected) = (date(5), date(4), date(3));
+    let (invoiced, revised) = (date(2), date(1));
     let at = |path: &str, when: &str| format!("{path}?scope=all&at={}", form_encoded(when));
     let view = format!("{LIST}/{GLOBAL_ID}");
     let now = get_json(&trader, &node, &format!("{view}?scope=all")).await;
@@ -325,6 +328,18 @@ async fn reads_at_an_instant_answer_as_the_data_stood_then() {
     )
     .await;
     assert_eq!(one["documentRevision"], 0);
+    // After the second revision, before the last change: that revision only.
+    let second_invoice = get_json(&trader, &node, &at(&documents, &revised)).await;
+    let revisions: Vec<&Value> = second_invoice["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| &d["documentRevision"])
+        .collect();
+    assert_eq!(revisions, [&json!(1)]);
+    let then = get_json(&trader, &node, &at(&view, &revised)).await;
+    assert_eq!(then["documents"].as_array().unwrap().len(), 1, "{then:#}");
+    assert_eq!(then["events"].as_array().unwrap().len(), 1, "{then:#}");
 
     // The future is the current state; an instant before the Create is not found.
     assert_eq!(
@@ -481,68 +496,5 @@ async fn each_revision_is_attested_with_the_key_of_the_node_did_document() {
     assert_eq!(
         err.kind(),
         &jsonwebtoken::errors::ErrorKind::InvalidSignature
-    );
-}
-
-#[tokio::test]
-async fn system_events_stored_before_revisions_are_upgraded_at_start_up() {
-    let node = TestNode::start().await;
-    let (_operator, trader, agency) = kenya_circle(&node).await;
-    five_revisions(&node, &trader, &agency).await;
-    let entries = get_json(&trader, &node, &format!("{}?scope=all", history(GLOBAL_ID))).await;
-    let created = entries["entities"][4]["date"].as_str().unwrap().to_owned();
-    let view_then = format!("{LIST}/{GLOBAL_ID}?scope=all&at={}", form_encoded(&created));
-    let then = get_json(&trader, &node, &view_then).await;
-    let ports = format!(
-        "{PREFIXES} SELECT ?port WHERE {{ ?r a dsn:SystemEvent ; dsn:declaredPortOfEntry ?port ; dsn:date ?d }} ORDER BY ?d"
-    );
-    let declared = rows(&node, &trader, &ports, &[("scope", "own")]).await;
-    assert_eq!(
-        declared,
-        [json!({"port": "NLRTM"}), json!({"port": "KEMBA"})]
-    );
-
-    // The earlier layout: system events without log entry, changes or declared port.
-    let halted = node.halt().await;
-    {
-        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
-        let dsn =
-            |t: &str| NamedNode::new_unchecked(format!("https://w3id.org/dataspace-node/ns#{t}"));
-        let events: Vec<NamedOrBlankNode> = store
-            .db()
-            .quads_for_pattern(None, None, Some(dsn("SystemEvent").as_ref().into()), None)
-            .map(|q| q.unwrap().subject)
-            .collect();
-        assert_eq!(events.len(), 5);
-        let doomed: Vec<Quad> = store
-            .db()
-            .iter()
-            .map(Result::unwrap)
-            .filter(|q| events.contains(&q.subject))
-            .filter(|q| {
-                ["logEntry", "changed", "declaredPortOfEntry"]
-                    .iter()
-                    .any(|t| q.predicate == dsn(t))
-            })
-            .collect();
-        assert_eq!(doomed.len(), 12, "{doomed:#?}");
-        store
-            .write(|tx| {
-                for q in &doomed {
-                    tx.remove(q);
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
-    let node = TestNode::start_again(halted).await;
-    assert_eq!(
-        get_json(&trader, &node, &format!("{}?scope=all", history(GLOBAL_ID))).await,
-        entries
-    );
-    assert_eq!(get_json(&trader, &node, &view_then).await, then);
-    assert_eq!(
-        rows(&node, &trader, &ports, &[("scope", "own")]).await,
-        declared
     );
 }
