@@ -46,6 +46,25 @@ async fn all_pages(node: &TestNode, who: &Session, path: &str) -> Vec<Value> {
     }
 }
 
+/// A view without its signed download links, whose expiry moves with the clock.
+fn unsigned(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(o) => {
+            o.remove("href");
+            for value in o.values_mut() {
+                *value = unsigned(value.take());
+            }
+        }
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                *item = unsigned(item.take());
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
 fn mode_of(view: &Value) -> &str {
     view["resolvedTransportMode"]["code"].as_str().unwrap()
 }
@@ -343,8 +362,8 @@ async fn reads_at_an_instant_answer_as_the_data_stood_then() {
 
     // The future is the current state; an instant before the Create is not found.
     assert_eq!(
-        get_json(&trader, &node, &at(&view, "2999-01-01T00:00:00Z")).await,
-        now
+        unsigned(get_json(&trader, &node, &at(&view, "2999-01-01T00:00:00Z")).await),
+        unsigned(now.clone())
     );
     let before = (chrono::DateTime::parse_from_rfc3339(&created).unwrap()
         - chrono::Duration::microseconds(1))
