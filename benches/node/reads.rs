@@ -25,6 +25,16 @@ pub async fn timed_get(client: &Client, url: &str) -> (Duration, Value) {
     (t.elapsed(), body)
 }
 
+/// p50 and p99 of `n` GETs of `url`.
+async fn repeated(client: &Client, url: String, n: usize) -> (f64, f64) {
+    let mut lat = Vec::new();
+    for _ in 0..n {
+        lat.push(timed_get(client, &url).await.0);
+    }
+    lat.sort();
+    (percentile(&lat, 0.5), percentile(&lat, 0.99))
+}
+
 /// p50 of the reads through HTTP.
 #[derive(Default)]
 pub struct Reads {
@@ -59,14 +69,7 @@ pub async fn reads(client: &Client, base: &str, n: usize) -> Reads {
     }
     let id = first["entities"][0]["aigId"].as_str().unwrap().to_owned();
     let mut out = Reads::default();
-    let timed = |url: String| async move {
-        let mut lat = Vec::new();
-        for _ in 0..n {
-            lat.push(timed_get(client, &url).await.0);
-        }
-        lat.sort();
-        (percentile(&lat, 0.5), percentile(&lat, 0.99))
-    };
+    let timed = |url: String| repeated(client, url, n);
     let (p50_first, p99) = timed(list.clone()).await;
     out.list_first = p50_first;
     out.p99.push(("list page (limit 50), first", p99));
@@ -207,14 +210,7 @@ async fn history(
         .collect();
     assert!(updates.len() >= 3, "{page}");
     let at = updates[1].replace('+', "%2B");
-    let timed = |url: String| async move {
-        let mut lat = Vec::new();
-        for _ in 0..n {
-            lat.push(timed_get(client, &url).await.0);
-        }
-        lat.sort();
-        (percentile(&lat, 0.5), percentile(&lat, 0.99))
-    };
+    let timed = |url: String| repeated(client, url, n);
     let (p50_history, p99_history) = timed(format!("{view}/history")).await;
     p99.push(("history", p99_history));
     let (p50_at, p99_at) = timed(format!("{view}?at={at}")).await;
