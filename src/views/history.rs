@@ -7,6 +7,8 @@
 //! its changes from then. Partner nodes' contributions are not part of either (they are pulled
 //! live, as they are now).
 
+use std::cell::OnceCell;
+
 use chrono::{DateTime, FixedOffset, SecondsFormat, Utc};
 use oxigraph::model::{Literal, NamedNode, Term};
 
@@ -22,15 +24,18 @@ struct Revision {
     /// The stored `dsn:date`, as the view's `created` and `updated` write dates.
     date: String,
     at: Option<DateTime<FixedOffset>>,
-    /// The system event's JSON (who, what, when, which log entry).
-    json: Value,
-    changed: Option<Value>,
+    /// The system event's JSON (who, what, when, which log entry), parsed only for the
+    /// revisions a page shows: a consignment may have thousands of revisions.
+    raw: String,
+    json: OnceCell<Value>,
+    changed: Option<String>,
 }
 
 impl Revision {
     fn field(&self, path: &[&str]) -> Option<&str> {
+        let json = self.json.get_or_init(|| parse_json(&self.raw));
         path.iter()
-            .try_fold(&self.json, |v, k| v.get(*k))
+            .try_fold(json, |v, k| v.get(*k))
             .and_then(Value::as_str)
     }
 
@@ -141,8 +146,9 @@ impl Views {
                     id: iri.rsplit(':').next().unwrap_or_default().to_owned(),
                     at: instant(&date),
                     date,
-                    json: parse_json(&text(&row, "json").unwrap_or_default()),
-                    changed: text(&row, "changed").map(|c| parse_json(&c)),
+                    raw: text(&row, "json").unwrap_or_default(),
+                    json: OnceCell::new(),
+                    changed: text(&row, "changed"),
                 });
             }
         }
@@ -163,7 +169,8 @@ impl Views {
         );
         entry.insert("userIdentity".into(), json!(r.field(&["source", "id"])));
         entry.insert("activityLogEntryId".into(), json!(r.entry_id()));
-        entry.insert("changed".into(), r.changed.clone().unwrap_or(Value::Null));
+        let changed = r.changed.as_deref().map_or(Value::Null, parse_json);
+        entry.insert("changed".into(), changed);
         entry.insert(
             "object".into(),
             json!({"type": r.field(&["object", "type"]), "id": r.field(&["object", "id"])}),
