@@ -30,7 +30,7 @@ impl Views {
         usage: LinkUse,
     ) -> Result<Vec<Value>> {
         let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible)?;
+        let parts = self.parts(&visible, None)?;
         Ok(self.dedupe(&parts.documents, &caller.organization, usage))
     }
 

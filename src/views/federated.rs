@@ -151,7 +151,7 @@ impl Views {
             graphs: held,
             remote: Vec::new(),
         };
-        let mut parts: Parts = self.parts(&visible)?;
+        let mut parts: Parts = self.parts(&visible, None)?;
         for d in &mut parts.documents {
             d.partner = Some(super::Partner {
                 record: self.document_record(d),

@@ -130,28 +130,18 @@ impl Views {
     /// Every revision in the graphs the caller reads, newest first.
     fn revisions(&self, visible: &Visible) -> Result<Vec<Revision>> {
         let mut out = Vec::new();
-        for graph in &visible.graphs {
-            let rows = self.queries.select(
-                &self.store,
-                Query::ConsignmentHistory,
-                &[
-                    ("graph", graph.clone().into()),
-                    ("record", visible.record.clone().into()),
-                ],
-            )?;
-            for row in rows {
-                let iri = text(&row, "revision").unwrap_or_default();
-                let date = text(&row, "date").unwrap_or_default();
-                out.push(Revision {
-                    id: iri.rsplit(':').next().unwrap_or_default().to_owned(),
-                    at: instant(&date),
-                    date,
-                    raw: text(&row, "json").unwrap_or_default(),
-                    json: OnceCell::new(),
-                    changed: text(&row, "changed"),
-                });
-            }
-        }
+        self.in_each_graph(visible, Query::ConsignmentHistory, None, |_, row| {
+            let iri = text(&row, "revision").unwrap_or_default();
+            let date = text(&row, "date").unwrap_or_default();
+            out.push(Revision {
+                id: iri.rsplit(':').next().unwrap_or_default().to_owned(),
+                at: instant(&date),
+                date,
+                raw: text(&row, "json").unwrap_or_default(),
+                json: OnceCell::new(),
+                changed: text(&row, "changed"),
+            });
+        })?;
         out.sort_by(|a, b| (b.at, &b.id).cmp(&(a.at, &a.id)));
         out.dedup_by(|a, b| a.id == b.id);
         Ok(out)
@@ -200,25 +190,10 @@ impl Views {
         // Partner nodes serve their contributions as they are now: none at an instant.
         visible.remote.clear();
         let Some(when) = self.instant_in_history(&visible, at)? else {
-            let parts = self.parts(&visible)?;
+            let parts = self.parts(&visible, None)?;
             return Ok(Read { visible, parts });
         };
-        let mut parts = Parts::default();
-        for graph in &visible.graphs {
-            let rows = self.queries.select(
-                &self.store,
-                Query::ConsignmentPartsAt,
-                &[
-                    ("graph", graph.clone().into()),
-                    ("record", visible.record.clone().into()),
-                    ("when", when.clone()),
-                ],
-            )?;
-            for row in rows {
-                parts.take(row, graph, &visible);
-            }
-        }
-        parts.sort();
+        let mut parts = self.parts(&visible, Some(&when))?;
         // As in the current read: the description only when the scope reads the publisher's.
         if visible.graphs.contains(&visible.graph) {
             parts.payload = self

@@ -6,31 +6,49 @@ use oxigraph::sparql::QuerySolution;
 use super::*;
 
 impl Views {
-    /// The parts of a consignment in the contribution graphs the caller may read.
-    pub(super) fn parts(&self, visible: &Visible) -> Result<Parts> {
+    /// The parts of a consignment in the contribution graphs the caller may read: as they are
+    /// now, or as they stood at `when` (an `xsd:dateTime`; the description excepted, which
+    /// [`Views::read_at`] takes from its revision).
+    pub(super) fn parts(&self, visible: &Visible, when: Option<&Term>) -> Result<Parts> {
+        let (query, extra) = match when {
+            Some(when) => (Query::ConsignmentPartsAt, Some(("when", when.clone()))),
+            None => (Query::ConsignmentParts, None),
+        };
         let mut parts = Parts::default();
-        for graph in &visible.graphs {
-            let rows = self.queries.select(
-                &self.store,
-                Query::ConsignmentParts,
-                &[
-                    ("graph", graph.clone().into()),
-                    ("record", visible.record.clone().into()),
-                ],
-            )?;
-            for row in rows {
-                parts.take(row, graph, visible);
-            }
-        }
+        self.in_each_graph(visible, query, extra, |graph, row| {
+            parts.take(row, graph, visible)
+        })?;
         parts.sort();
         Ok(parts)
+    }
+
+    /// Runs `query` in each contribution graph the caller reads, the graph and the consignment
+    /// (and `extra`) bound.
+    pub(super) fn in_each_graph(
+        &self,
+        visible: &Visible,
+        query: Query,
+        extra: Option<(&str, Term)>,
+        mut each: impl FnMut(&NamedNode, QuerySolution),
+    ) -> Result<()> {
+        for graph in &visible.graphs {
+            let mut bindings = vec![
+                ("graph", graph.clone().into()),
+                ("record", visible.record.clone().into()),
+            ];
+            bindings.extend(extra.clone());
+            for row in self.queries.select(&self.store, query, &bindings)? {
+                each(graph, row);
+            }
+        }
+        Ok(())
     }
 
     /// `GET /consignments/{id}`: the ConsignmentView, from what this node holds; the
     /// partner datasets the caller may read are pulled by [`Views::finish`]. Blocking.
     pub fn read(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Read> {
         let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible)?;
+        let parts = self.parts(&visible, None)?;
         Ok(Read { visible, parts })
     }
 
