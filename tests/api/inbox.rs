@@ -610,3 +610,72 @@ async fn ports_follow_the_derivation_rules() {
         vec!["id=FWD-2026-000419", "id=MALFORMED name=Mombasa"]
     );
 }
+
+#[tokio::test]
+async fn update_finds_its_consignment_by_either_id_and_never_takes_anothers() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let list = "/supply-chain/data-space/consignments";
+    let create = |global_id: &str, identifier: &str| {
+        let mut a = as_org(example("create-consignment"), trader.org());
+        a["object"]["globalId"] = json!(global_id);
+        a["object"]["identifier"] = json!(identifier);
+        a
+    };
+    let update = |global_id: &str, identifier: &str, note: &str| {
+        let mut a = create(global_id, identifier);
+        a["type"] = json!("Update");
+        a["object"]["summaryDescription"] = json!(note);
+        a
+    };
+    let (a, b) = (
+        "urn:uuid:0a000000-0000-4000-8000-00000000000a",
+        "urn:uuid:0b000000-0000-4000-8000-00000000000b",
+    );
+    assert_completed(&trader.publish(&node, &create(a, "A-1")).await);
+    assert_completed(&trader.publish(&node, &create(b, "B-1")).await);
+    let aig_of_a = get_json(&trader, &node, &format!("{list}/{a}")).await["id"].clone();
+
+    // An id of the other consignment, with either id of this one: a conflict, nothing changed.
+    for (global_id, identifier) in [(a, "B-1"), (b, "A-1")] {
+        let entry = trader
+            .publish(&node, &update(global_id, identifier, "squat"))
+            .await;
+        assert_eq!(task_error(&entry)["name"], "ConflictError", "{entry}");
+    }
+    // A Create may not reuse either id, whichever consignment has it.
+    for (global_id, identifier) in [(a, "C-1"), ("urn:uuid:0c", "B-1")] {
+        let entry = trader.publish(&node, &create(global_id, identifier)).await;
+        assert_eq!(task_error(&entry)["name"], "ConflictError", "{entry}");
+    }
+    // Found by its identifier alone, the consignment takes a new globalId.
+    let renamed = "urn:uuid:0d000000-0000-4000-8000-00000000000d";
+    assert_completed(
+        &trader
+            .publish(&node, &update(renamed, "A-1", "renamed"))
+            .await,
+    );
+    let view = get_json(&trader, &node, &format!("{list}/{renamed}")).await;
+    assert_eq!(view["id"], aig_of_a);
+    let codes = |v: &Value| -> Vec<Value> {
+        let events = v["systemEvents"].as_array().unwrap();
+        events.iter().map(|e| e["typeCode"].clone()).collect()
+    };
+    assert_eq!(codes(&view), [json!("CREATE"), json!("UPDATE")]);
+    assert_eq!(
+        trader.get(&node, &format!("{list}/{a}")).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    // Found by its globalId alone, it takes a new identifier; B was never touched.
+    assert_completed(
+        &trader
+            .publish(&node, &update(renamed, "A-2", "re-identified"))
+            .await,
+    );
+    let view = get_json(&trader, &node, &format!("{list}/A-2")).await;
+    assert_eq!(view["id"], aig_of_a);
+    assert_eq!(codes(&view).len(), 3);
+    let other = get_json(&trader, &node, &format!("{list}/B-1")).await;
+    assert_eq!(codes(&other), [json!("CREATE")]);
+    assert_ne!(other["id"], aig_of_a);
+}

@@ -25,22 +25,18 @@ impl Apply<'_> {
         events: &mut Events,
     ) -> Result<Result<i64, TaskError>> {
         let (global_id, identifier) = self.ids();
-        let found = match self.lookup(tx, &global_id)? {
-            Some(r) => Some(r),
-            None => self.lookup(tx, &identifier)?,
-        };
-        let Some(old) = found else {
+        let by_global_id = self.lookup(tx, &global_id)?;
+        let by_identifier = self.lookup(tx, &identifier)?;
+        let Some(old) = by_global_id.clone().or_else(|| by_identifier.clone()) else {
             return Ok(Err(TaskError::not_found(format!(
                 "your organisation has no consignment with globalId {global_id:?} or identifier {identifier:?}"
             ))));
         };
-        for key in [&global_id, &identifier] {
-            if let Some(other) = self.lookup(tx, key)? {
-                if other.aig_hex != old.aig_hex {
-                    return Ok(Err(TaskError::conflict(format!(
-                        "another consignment of your organisation already uses {key:?}"
-                    ))));
-                }
+        for (key, other) in [(&global_id, &by_global_id), (&identifier, &by_identifier)] {
+            if other.as_ref().is_some_and(|o| o.aig_hex != old.aig_hex) {
+                return Ok(Err(TaskError::conflict(format!(
+                    "another consignment of your organisation already uses {key:?}"
+                ))));
             }
         }
         let created = self.created_of(tx, &old)?;
