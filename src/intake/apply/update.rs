@@ -3,14 +3,14 @@
 
 use std::collections::HashSet;
 
-use oxigraph::model::{GraphName, NamedOrBlankNode, Term};
+use oxigraph::model::{GraphName, NamedOrBlankNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::Value;
 
 use super::lookup::Record;
 use super::route::facts;
 use super::system_event::Revision;
-use super::writer::{remove_quads, subject_quads, Writer};
+use super::writer::{subject_quads, Writer};
 use super::Apply;
 use crate::consignment::changes;
 use crate::error::Result;
@@ -44,7 +44,7 @@ impl Apply<'_> {
         let (old_facts, old_payload) = stored_facts(tx, &old)?;
         let new_payload = Value::Object(self.activity.object().clone());
         let changed = changes::paths(old_payload.as_ref(), &new_payload);
-        remove_description(tx, &old)?;
+        let replaced = replaced(tx, &old)?;
         let record = Record {
             global_id,
             identifier,
@@ -54,7 +54,7 @@ impl Apply<'_> {
             aig_hex: record.aig_hex.clone(),
         });
         let (object, rest) = self.split(&record.node().into());
-        let mut w = Writer::new(tx);
+        let mut w = Writer::replacing(tx, replaced);
         w.triples(&object, &record.graph());
         self.summary(&mut w, &record, &created, &now);
         self.index(&mut w, &record, &created, &now);
@@ -70,7 +70,7 @@ impl Apply<'_> {
             },
         );
         self.activity_graph(&mut w, &rest, &record)?;
-        let written = w.written;
+        let written = w.finish();
         // Only a change of ports routes again; grants already given stay (see `sharing`).
         if old_facts != facts(self.ports) {
             self.route(tx, &record, &created, &now, events)?;
@@ -104,11 +104,12 @@ fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<(Facts, Option<
     Ok((facts, payload))
 }
 
-/// Removes a consignment's description (everything reachable from the consignment node in its
-/// graph, stopping at nodes the node minted) and its summary node.
-fn remove_description(tx: &mut Transaction<'_>, record: &Record) -> Result<()> {
+/// A consignment's description (everything reachable from the consignment node in its graph,
+/// stopping at nodes the node minted), its summary node and its index record: what an Update
+/// replaces.
+fn replaced(tx: &Transaction<'_>, record: &Record) -> Result<Vec<Quad>> {
     let graph = GraphName::NamedNode(record.graph());
-    let mut doomed = Vec::new();
+    let mut old = Vec::new();
     let mut seen = HashSet::new();
     let summary: NamedOrBlankNode = graphs::summary(&record.aig_hex).into();
     let mut stack: Vec<NamedOrBlankNode> = vec![record.node().into(), summary.clone()];
@@ -127,11 +128,14 @@ fn remove_description(tx: &mut Transaction<'_>, record: &Record) -> Result<()> {
                     _ => {}
                 }
             }
-            doomed.push(quad);
+            old.push(quad);
         }
     }
-    for quad in &doomed {
-        tx.remove(quad);
-    }
-    remove_quads(tx, &record.node(), None, &graphs::consignment_index())
+    old.extend(subject_quads(
+        tx,
+        &record.node(),
+        None,
+        &graphs::consignment_index(),
+    )?);
+    Ok(old)
 }

@@ -1,6 +1,8 @@
 //! Quads in the write transaction: inserted through a [`Writer`] that counts them (the task's
 //! `result`), looked up and removed per subject.
 
+use std::collections::HashSet;
+
 use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term, Triple};
 use oxigraph::store::Transaction;
 use serde_json::Value;
@@ -15,6 +17,8 @@ pub(super) struct Writer<'t, 'tx> {
     pub written: i64,
     /// Quads of this new graph go to the bulk loader instead (`store::bulk`).
     defer: Option<(&'t DeferredCell, NamedNode)>,
+    /// Quads this write replaces ([`Writer::replacing`]).
+    replaced: HashSet<Quad>,
 }
 
 impl<'t, 'tx> Writer<'t, 'tx> {
@@ -23,7 +27,29 @@ impl<'t, 'tx> Writer<'t, 'tx> {
             tx,
             written: 0,
             defer: None,
+            replaced: HashSet::new(),
         }
+    }
+
+    /// A writer that replaces `old`: what it writes again unchanged stays as stored, the rest
+    /// of `old` goes at [`Writer::finish`]. Removing and writing a quad again would leave
+    /// RocksDB one more version of its keys each time; a consignment updated a thousand
+    /// times had its Updates slow down from 12 to 26 ms p50 (measured), its scans stepping
+    /// over the versions.
+    pub fn replacing(tx: &'t mut Transaction<'tx>, old: Vec<Quad>) -> Self {
+        Self {
+            replaced: old.into_iter().collect(),
+            ..Self::new(tx)
+        }
+    }
+
+    /// Removes what was replaced and not written again; the statements written (the task's
+    /// `result`, counting those kept as they were).
+    pub fn finish(self) -> i64 {
+        for quad in &self.replaced {
+            self.tx.remove(quad);
+        }
+        self.written
     }
 
     /// A writer whose quads in `graph` — a graph this write creates — are deferred when the
@@ -37,10 +63,15 @@ impl<'t, 'tx> Writer<'t, 'tx> {
             tx,
             written: 0,
             defer: deferred.map(|d| (d, graph)),
+            replaced: HashSet::new(),
         }
     }
 
     fn insert(&mut self, quad: Quad) {
+        if self.replaced.remove(&quad) {
+            self.written += 1;
+            return;
+        }
         match &self.defer {
             Some((deferred, g)) if matches!(&quad.graph_name, GraphName::NamedNode(n) if n == g) => {
                 deferred.borrow_mut().add(quad)
