@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use dataspace_node::jsonld::Expander;
 use oxigraph::io::{RdfFormat, RdfParser};
 use oxigraph::model::dataset::CanonicalizationAlgorithm;
-use oxigraph::model::{Graph, GraphName, Triple};
+use oxigraph::model::{Graph, GraphName, NamedNode, NamedOrBlankNode, TermRef, Triple};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -306,5 +306,97 @@ async fn the_rest_view_stays_the_default_and_unknown_types_are_406() {
         )
         .await;
         assert_eq!(r.status(), StatusCode::OK, "{id}");
+    }
+}
+
+/// The stored triples reachable from the consignment node, stopping at nodes the node minted
+/// (what an `Update` replaces), the consignment node renamed so that two consignments compare.
+fn description(stored: &Graph, root: &NamedNode) -> BTreeSet<String> {
+    let same = NamedNode::new_unchecked("urn:test:consignment");
+    let rename = |n: NamedOrBlankNode| {
+        if n == root.clone().into() {
+            same.clone().into()
+        } else {
+            n
+        }
+    };
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![NamedOrBlankNode::from(root.clone())];
+    while let Some(node) = stack.pop() {
+        if !seen.insert(node.to_string()) {
+            continue;
+        }
+        for t in stored.triples_for_subject(node.as_ref()) {
+            match t.object {
+                TermRef::BlankNode(b) => stack.push(b.into_owned().into()),
+                TermRef::NamedNode(n) if !n.as_str().starts_with("urn:dataspace-node:") => {
+                    stack.push(n.into_owned().into())
+                }
+                _ => {}
+            }
+            let t = t.into_owned();
+            out.push(Triple::new(rename(t.subject), t.predicate, t.object));
+        }
+    }
+    canonical(out).iter().map(|t| t.to_string()).collect()
+}
+
+/// The stored description of `who`'s consignment [`GLOBAL_ID`].
+async fn stored_description(node: &TestNode, who: &Session) -> BTreeSet<String> {
+    let view = json_body(get_as(node, who, &view_path(GLOBAL_ID, "own"), None).await).await;
+    let hex = view["id"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("aig:")
+        .to_owned();
+    let root = NamedNode::new_unchecked(format!("urn:dataspace-node:consignment:{hex}"));
+    description(&stored(node, who, &hex, "own").await, &root)
+}
+
+/// An `Update` keeps the stored nodes of what it does not change: afterwards the description
+/// must be exactly what a `Create` of the same object stores, nothing of the one before left.
+#[tokio::test]
+async fn after_updates_the_stored_description_is_what_a_create_of_it_stores() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let create = as_org(example("create-consignment"), trader.org());
+    assert_completed(&trader.publish(&node, &create).await);
+    let original = create["object"].clone();
+    // A nested field changed, a subtree dropped, a top-level literal changed; then back to the
+    // original with a change deeper down; then the same object again.
+    let mut first = original.clone();
+    first["includedConsignment"][0]["consigneeParty"]["name"] = json!("Nairobi Roasters Holdings");
+    first
+        .as_object_mut()
+        .unwrap()
+        .remove("utilizedTransportEquipment");
+    first["summaryDescription"] = json!("first update");
+    let mut second = original.clone();
+    second["atArrivalTransportMovement"]["arrivalEvent"][0]["occurrenceLogisticsLocation"]
+        ["name"] = json!("Port of Mombasa");
+    for (n, object) in [first, second.clone(), second].into_iter().enumerate() {
+        let mut update = create.clone();
+        update["type"] = json!("Update");
+        update["object"] = object.clone();
+        // The activity differs each time (an identical one would be a replay).
+        update["summary"] = json!(format!("update {n}"));
+        assert_completed(&trader.publish(&node, &update).await);
+        // The same object created afresh by an organisation of its own.
+        let other = Session::new(&node, &format!("other{n}@elsewhere.example")).await;
+        let mut fresh = as_org(example("create-consignment"), other.org());
+        fresh["object"] = object;
+        assert_completed(&other.publish(&node, &fresh).await);
+        let (got, want) = (
+            stored_description(&node, &trader).await,
+            stored_description(&node, &other).await,
+        );
+        assert!(want.len() > 30, "{want:#?}");
+        let extra: Vec<_> = got.difference(&want).collect();
+        let missing: Vec<_> = want.difference(&got).collect();
+        assert!(
+            extra.is_empty() && missing.is_empty(),
+            "update {n}: stored but not sent {extra:#?}\nsent but not stored {missing:#?}"
+        );
     }
 }

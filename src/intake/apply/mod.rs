@@ -17,6 +17,7 @@ mod add;
 mod create;
 mod document;
 mod lookup;
+mod relabel;
 mod route;
 mod split;
 mod summary;

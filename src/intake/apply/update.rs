@@ -8,6 +8,7 @@ use oxigraph::store::Transaction;
 use serde_json::Value;
 
 use super::lookup::Record;
+use super::relabel::reuse_blank_nodes;
 use super::route::facts;
 use super::system_event::Revision;
 use super::writer::{subject_quads, Writer};
@@ -54,6 +55,7 @@ impl Apply<'_> {
             aig_hex: record.aig_hex.clone(),
         });
         let (object, rest) = self.split(&record.node().into());
+        let object = reuse_blank_nodes(&replaced, object);
         let mut w = Writer::replacing(tx, replaced);
         w.triples(&object, &record.graph());
         self.summary(&mut w, &record, &created, &now);
