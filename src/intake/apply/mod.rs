@@ -10,7 +10,8 @@
 //!   caller ([`super::entries`]).
 //!
 //! [`create`], [`update`] and [`add`] are the three kinds; a document's revision facts come
-//! from [`crate::documents::revision`].
+//! from [`crate::documents::revision`]. An `Update` writes only what changed ([`relabel`],
+//! [`writer::Writer::replacing`]).
 
 mod activity_graph;
 mod add;
