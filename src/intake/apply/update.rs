@@ -42,10 +42,10 @@ impl Apply<'_> {
         }
         let created = self.created_of(tx, &old)?;
         let now = self.now.to_owned();
-        let (old_facts, old_payload) = stored_facts(tx, &old)?;
+        let replaced = replaced(tx, &old)?;
+        let (old_facts, old_payload) = stored_facts(&replaced, &old);
         let new_payload = Value::Object(self.activity.object().clone());
         let changed = changes::paths(old_payload.as_ref(), &new_payload);
-        let replaced = replaced(tx, &old)?;
         let record = Record {
             global_id,
             identifier,
@@ -81,12 +81,13 @@ impl Apply<'_> {
     }
 }
 
-/// The routing facts and the description (JSON) as the stored summary has them, before an
-/// update replaces it.
-fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<(Facts, Option<Value>)> {
+/// The routing facts and the description (JSON) as the stored summary has them, from the quads
+/// the update replaces (which hold the summary node's).
+fn stored_facts(replaced: &[Quad], record: &Record) -> (Facts, Option<Value>) {
     let mut facts = Facts::default();
     let mut payload = None;
-    for q in subject_quads(tx, &graphs::summary(&record.aig_hex), None, &record.graph())? {
+    let summary: NamedOrBlankNode = graphs::summary(&record.aig_hex).into();
+    for q in replaced.iter().filter(|q| q.subject == summary) {
         let Term::Literal(value) = &q.object else {
             continue;
         };
@@ -103,7 +104,7 @@ fn stored_facts(tx: &Transaction<'_>, record: &Record) -> Result<(Facts, Option<
         };
         *slot = Some(value.value().to_owned());
     }
-    Ok((facts, payload))
+    (facts, payload)
 }
 
 /// A consignment's description (everything reachable from the consignment node in its graph,
