@@ -85,6 +85,11 @@ impl Node {
             crate::replica::log::forget(&store)?;
             crate::intake::upgrade::run(&store, &queries, &countries)?;
         }
+        // After the revisions' upgrade: it reads the log entries this one follows.
+        if crate::intake::payload_once::pending(&store)? {
+            crate::replica::log::forget(&store)?;
+            crate::intake::payload_once::run(&store)?;
+        }
         // Before any write it must log (the markers' rebuild in `Sharing::open` included).
         let replica = Replica::open(&store, &config.replica)?;
         let sharing = Arc::new(Sharing::open(

@@ -20,6 +20,7 @@ mod conformance;
 mod credential;
 mod entries;
 pub mod log;
+pub mod payload_once;
 mod prepare;
 mod process;
 pub mod shapes;

@@ -5,7 +5,8 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use oxigraph::model::{NamedNode, Term};
+use oxigraph::model::{NamedNode, NamedNodeRef, NamedOrBlankNodeRef, Quad, Term, TermRef};
+use oxigraph::store::Transaction;
 use serde_json::Value;
 
 use super::{graphs, Store};
@@ -15,7 +16,16 @@ use crate::vocab::dsn;
 /// The activity log entry `entry_id` (32 hex digits) applied, as activity graph `graph` keeps
 /// it, if any. Blocking.
 pub fn of_entry(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<Value>> {
-    for text in literals(store, graph, entry_id, "payload")? {
+    of_entry_in(store.db(), graph, entry_id)
+}
+
+/// [`of_entry`] read through `source`: a write's transaction sees the activities it wrote.
+pub fn of_entry_in(
+    source: &impl QuadSource,
+    graph: &NamedNode,
+    entry_id: &str,
+) -> Result<Option<Value>> {
+    for text in literals(source, graph, entry_id, "payload")? {
         let Ok(value) = serde_json::from_str::<Value>(&text) else {
             continue;
         };
@@ -29,10 +39,49 @@ pub fn of_entry(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Opti
     Ok(None)
 }
 
+/// Quads of one graph matching a pattern: the store as committed, or as a transaction sees it.
+pub trait QuadSource {
+    fn matching(
+        &self,
+        subject: Option<NamedOrBlankNodeRef<'_>>,
+        predicate: NamedNodeRef<'_>,
+        object: Option<TermRef<'_>>,
+        graph: NamedNodeRef<'_>,
+    ) -> Result<Vec<Quad>>;
+}
+
+impl QuadSource for oxigraph::store::Store {
+    fn matching(
+        &self,
+        subject: Option<NamedOrBlankNodeRef<'_>>,
+        predicate: NamedNodeRef<'_>,
+        object: Option<TermRef<'_>>,
+        graph: NamedNodeRef<'_>,
+    ) -> Result<Vec<Quad>> {
+        Ok(self
+            .quads_for_pattern(subject, Some(predicate), object, Some(graph.into()))
+            .collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+impl QuadSource for Transaction<'_> {
+    fn matching(
+        &self,
+        subject: Option<NamedOrBlankNodeRef<'_>>,
+        predicate: NamedNodeRef<'_>,
+        object: Option<TermRef<'_>>,
+        graph: NamedNodeRef<'_>,
+    ) -> Result<Vec<Quad>> {
+        Ok(self
+            .quads_for_pattern(subject, Some(predicate), object, Some(graph.into()))
+            .collect::<std::result::Result<_, _>>()?)
+    }
+}
+
 /// The node's credential (attestation) of the activity log entry `entry_id` applied, without
 /// reading the payload. Blocking.
 pub fn credential_of(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<String>> {
-    Ok(literals(store, graph, entry_id, "trustCredential")?
+    Ok(literals(store.db(), graph, entry_id, "trustCredential")?
         .into_iter()
         .find(|c| issued_for(c, entry_id)))
 }
@@ -44,29 +93,27 @@ fn issued_for(credential: &str, entry_id: &str) -> bool {
 /// The `dsn:<predicate>` literals of the activity (or activities) in `graph` naming the log
 /// entry.
 fn literals(
-    store: &Store,
+    source: &impl QuadSource,
     graph: &NamedNode,
     entry_id: &str,
     predicate: &str,
 ) -> Result<Vec<String>> {
     let log = graphs::minted("activity-log", entry_id);
-    let db = store.db();
     let (log_entry, wanted) = (dsn("logEntry"), dsn(predicate));
     let mut out = Vec::new();
-    for quad in db.quads_for_pattern(
+    for quad in source.matching(
         None,
-        Some(log_entry.as_ref()),
+        log_entry.as_ref(),
         Some(log.as_ref().into()),
-        Some(graph.as_ref().into()),
-    ) {
-        let quad = quad?;
-        for stored in db.quads_for_pattern(
+        graph.as_ref(),
+    )? {
+        for stored in source.matching(
             Some(quad.subject.as_ref()),
-            Some(wanted.as_ref()),
+            wanted.as_ref(),
             None,
-            Some(graph.as_ref().into()),
-        ) {
-            if let Term::Literal(l) = stored?.object {
+            graph.as_ref(),
+        )? {
+            if let Term::Literal(l) = stored.object {
                 out.push(l.value().to_owned());
             }
         }

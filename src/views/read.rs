@@ -18,6 +18,11 @@ impl Views {
         self.in_each_graph(visible, query, extra, |graph, row| {
             parts.take(row, graph, visible)
         })?;
+        if let Some((publisher, entry)) = parts.description.take() {
+            let graph = graphs::activities(&publisher);
+            parts.payload = crate::store::activities::of_entry(&self.store, &graph, &entry)?
+                .and_then(|activity| activity.get("object").cloned());
+        }
         parts.sort();
         Ok(parts)
     }
@@ -133,6 +138,10 @@ pub struct Read {
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Parts {
     pub(super) payload: Option<Value>,
+    /// Where the payload is yet to be read from: the publisher and the log entry of the
+    /// activity whose payload keeps it.
+    #[serde(skip)]
+    description: Option<(String, String)>,
     pub(super) events: Vec<Part>,
     pub(super) documents: Vec<Part>,
     pub(super) system: Vec<Part>,
@@ -146,7 +155,13 @@ impl Parts {
         let id = text(&row, "node").unwrap_or_default();
         let contributor = text(&row, "contributor");
         match text(&row, "kind").as_deref() {
-            Some("payload") if *graph == visible.graph => self.payload = Some(json),
+            Some("payload") if *graph == visible.graph => match text(&row, "entry") {
+                Some(entry) if text(&row, "json").is_none() => {
+                    let entry = entry.rsplit(':').next().unwrap_or_default().to_owned();
+                    self.description = contributor.map(|publisher| (publisher, entry));
+                }
+                _ => self.payload = Some(json),
+            },
             Some("event") => self.events.push(Part::new(id, at, json, contributor)),
             Some("document") => self.documents.push(Part {
                 payload: text(&row, "payload").map(|p| parse_json(&p)),

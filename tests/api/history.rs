@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::common::*;
 
 const PDF2: &[u8] = b"%PDF-1.4\n%the second revision\n%%EOF\n";
-const ARRIVAL_CODE: &str =
+pub const ARRIVAL_CODE: &str =
     "$.atArrivalTransportMovement.arrivalEvent[0].occurrenceLogisticsLocation.identifier['@value']";
 const MODE: &str = "$.atDepartureTransportMovement.transportModeCode";
 
@@ -20,7 +20,7 @@ pub fn history(id: &str) -> String {
 }
 
 /// The example consignment arriving at `locode`, by `mode` (a UN/ECE transport mode code).
-fn consignment(org: &str, kind: &str, locode: &str, mode: &str) -> Value {
+pub fn consignment(org: &str, kind: &str, locode: &str, mode: &str) -> Value {
     let mut a = as_org(example("create-consignment"), org);
     a["type"] = json!(kind);
     a["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]["occurrenceLogisticsLocation"]

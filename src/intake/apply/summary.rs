@@ -48,10 +48,12 @@ impl Apply<'_> {
         w.add(s.clone(), dsn("dateCreated"), date_literal(created), g);
         w.add(s.clone(), dsn("dateUpdated"), date_literal(updated), g);
         w.add(s.clone(), dsn("payloadVersion"), literal("D23B"), g);
+        // The description's JSON as sent is kept once, in the activity that sent it: the
+        // summary names that activity's log entry (`store::activities::of_entry` reads it).
         w.add(
             s.clone(),
-            dsn("payload"),
-            json_literal(&Value::Object(self.activity.object().clone())),
+            dsn("logEntry"),
+            graphs::minted("activity-log", self.entry_id),
             g,
         );
         let columns =
