@@ -1,9 +1,13 @@
 //! Notices to other nodes, written in the same transaction as the change that causes them (a
 //! share by routing, a contribution to a consignment provided elsewhere) and delivered after
-//! the commit by one background task: retried with backoff while the receiver is down or
-//! failing, and picked up again from the store after a restart. Delivered notices are removed.
+//! the commit by one background task, in order per receiving organisation: while a receiver is
+//! down or failing, its next notice is tried again with backoff and the others wait behind it
+//! (one attempt per backoff, not one per notice: a partner down for long would otherwise be sent
+//! a request, and the log a warning, for each of thousands of notices every minute). Only the
+//! notices' ids wait in memory; each is read from the store when it is sent, and picked up again
+//! from there after a restart. Delivered notices are removed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -85,8 +89,8 @@ impl Outbox {
         }
     }
 
-    /// Every undelivered notice in the store. Blocking.
-    fn pending(store: &Store) -> Result<Vec<Notice>> {
+    /// The receiver and id of every undelivered notice in the store. Blocking.
+    fn pending(store: &Store) -> Result<Vec<(String, String)>> {
         let p = dsn("outboxNotice");
         let mut out = Vec::new();
         for q in store
@@ -95,12 +99,31 @@ impl Outbox {
         {
             if let Term::Literal(l) = q?.object {
                 match serde_json::from_str::<Notice>(l.value()) {
-                    Ok(n) => out.push(n),
+                    Ok(n) => out.push((n.to, n.id)),
                     Err(e) => tracing::error!(error = %e, "unreadable outbox notice skipped"),
                 }
             }
         }
         Ok(out)
+    }
+
+    /// The stored notice `id`, unless it is gone. Blocking.
+    fn stored(store: &Store, id: &str) -> Result<Option<Notice>> {
+        let (node, p) = (NamedNode::new_unchecked(id), dsn("outboxNotice"));
+        for q in store.db().quads_for_pattern(
+            Some(node.as_ref().into()),
+            Some(p.as_ref()),
+            None,
+            Some(graph().as_ref()),
+        ) {
+            if let Term::Literal(l) = q?.object {
+                match serde_json::from_str::<Notice>(l.value()) {
+                    Ok(n) => return Ok(Some(n)),
+                    Err(e) => tracing::error!(error = %e, "unreadable outbox notice skipped"),
+                }
+            }
+        }
+        Ok(None)
     }
 
     fn remove(store: &Store, notice: &Notice) -> Result<()> {
@@ -141,8 +164,9 @@ impl Outbox {
             );
         }
         let mut waiting = Waiting::default();
-        for n in loaded {
-            waiting.push(Instant::now(), FIRST_BACKOFF, n);
+        let now = Instant::now();
+        for (to, id) in loaded {
+            waiting.push(now, to, id);
         }
         loop {
             // Checked between two sends: with many notices due (a partner down for long),
@@ -151,13 +175,22 @@ impl Outbox {
                 return Ok(());
             }
             let now = Instant::now();
-            if let Some((backoff, notice)) = waiting.take_due(now) {
+            if let Some((to, id)) = waiting.take_due(now) {
+                let reading = store.clone();
+                let wanted = id.clone();
+                let notice =
+                    tokio::task::spawn_blocking(move || Self::stored(&reading, &wanted)).await??;
+                let Some(notice) = notice else {
+                    waiting.done(Instant::now(), &to);
+                    continue;
+                };
                 match send(notice.clone()).await {
                     Delivery::Done => {
                         let store = store.clone();
                         let done = notice.clone();
                         tokio::task::spawn_blocking(move || Self::remove(&store, &done)).await??;
                         tracing::info!(notice = notice.id, to = notice.to, "notice delivered");
+                        waiting.done(Instant::now(), &to);
                     }
                     Delivery::Refused(why) => {
                         tracing::error!(
@@ -169,11 +202,11 @@ impl Outbox {
                         let store = store.clone();
                         tokio::task::spawn_blocking(move || Self::remove(&store, &notice))
                             .await??;
+                        waiting.done(Instant::now(), &to);
                     }
                     Delivery::Retry(why) => {
-                        tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, "notice not delivered");
-                        let next = (backoff * 2).min(MAX_BACKOFF);
-                        waiting.push(Instant::now() + backoff, next, notice);
+                        let (backoff, behind) = waiting.retry(Instant::now(), &to);
+                        tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, waiting_behind = behind, "notice not delivered");
                     }
                 }
                 continue;
@@ -183,7 +216,7 @@ impl Outbox {
             });
             tokio::select! {
                 received = rx.recv() => match received {
-                    Some(n) => waiting.push(Instant::now(), FIRST_BACKOFF, n),
+                    Some(n) => waiting.push(Instant::now(), n.to, n.id),
                     None => return Ok(()),
                 },
                 _ = tokio::time::sleep(sleep) => {}
@@ -193,28 +226,87 @@ impl Outbox {
     }
 }
 
-/// Notices waiting for their next attempt, by when it is due: the earliest in O(log n), not by
-/// a walk over all of them (a node whose partner was down for long holds tens of thousands).
+/// The notices of one receiving organisation, oldest first, and when to try the first again.
+struct Queue {
+    ids: VecDeque<String>,
+    backoff: Duration,
+    /// Whether the receiver has a due time in [`Waiting::by_due`].
+    scheduled: bool,
+}
+
+/// Notices waiting, per receiving organisation. Receivers are due in order of their next
+/// attempt, the earliest found in O(log n), not by a walk over all of them (a node whose
+/// partner was down for long holds tens of thousands of notices).
 #[derive(Default)]
 struct Waiting {
-    by_due: BTreeMap<(Instant, u64), (Duration, Notice)>,
+    receivers: HashMap<String, Queue>,
+    by_due: BTreeMap<(Instant, u64), String>,
     /// Ties on one instant keep their arrival order.
     seq: u64,
 }
 
 impl Waiting {
-    fn push(&mut self, at: Instant, backoff: Duration, notice: Notice) {
-        self.seq += 1;
-        self.by_due.insert((at, self.seq), (backoff, notice));
+    /// Queues notice `id` to `to` behind the receiver's others; a receiver with none waiting
+    /// is due at `now`.
+    fn push(&mut self, now: Instant, to: String, id: String) {
+        let queue = self.receivers.entry(to.clone()).or_insert_with(|| Queue {
+            ids: VecDeque::new(),
+            backoff: FIRST_BACKOFF,
+            scheduled: false,
+        });
+        queue.ids.push_back(id);
+        if !queue.scheduled {
+            queue.scheduled = true;
+            self.schedule(now, to);
+        }
     }
 
-    /// The earliest notice due by `now`, with its backoff.
-    fn take_due(&mut self, now: Instant) -> Option<(Duration, Notice)> {
+    fn schedule(&mut self, at: Instant, to: String) {
+        self.seq += 1;
+        self.by_due.insert((at, self.seq), to);
+    }
+
+    /// The receiver due earliest by `now` and its oldest notice, which stays queued until
+    /// [`Waiting::done`] or [`Waiting::retry`] says how the attempt went.
+    fn take_due(&mut self, now: Instant) -> Option<(String, String)> {
         let (&(at, _), _) = self.by_due.first_key_value()?;
         if at > now {
             return None;
         }
-        self.by_due.pop_first().map(|(_, v)| v)
+        let (_, to) = self.by_due.pop_first()?;
+        let queue = self.receivers.get_mut(&to)?;
+        queue.scheduled = false;
+        let id = queue.ids.front()?.clone();
+        Some((to, id))
+    }
+
+    /// The receiver's oldest notice is settled: the next one, if any, is due at `now`.
+    fn done(&mut self, now: Instant, to: &str) {
+        let Some(queue) = self.receivers.get_mut(to) else {
+            return;
+        };
+        queue.ids.pop_front();
+        queue.backoff = FIRST_BACKOFF;
+        if queue.ids.is_empty() {
+            self.receivers.remove(to);
+        } else {
+            queue.scheduled = true;
+            self.schedule(now, to.to_owned());
+        }
+    }
+
+    /// The receiver's oldest notice failed: it is tried again after the backoff (doubled for
+    /// the time after), the others behind it. Returns the wait and how many are behind.
+    fn retry(&mut self, now: Instant, to: &str) -> (Duration, usize) {
+        let Some(queue) = self.receivers.get_mut(to) else {
+            return (Duration::ZERO, 0);
+        };
+        let wait = queue.backoff;
+        queue.backoff = (wait * 2).min(MAX_BACKOFF);
+        queue.scheduled = true;
+        let behind = queue.ids.len() - 1;
+        self.schedule(now + wait, to.to_owned());
+        (wait, behind)
     }
 
     fn next_at(&self) -> Option<Instant> {
@@ -241,34 +333,86 @@ impl ReadModel for Outbox {
 mod tests {
     use super::*;
 
-    fn notice(id: &str) -> Notice {
-        Notice {
-            id: id.into(),
-            from: String::new(),
-            to: String::new(),
-            body: Value::Null,
-        }
+    fn drain(w: &mut Waiting, now: Instant) -> Vec<(String, String)> {
+        std::iter::from_fn(|| {
+            let (to, id) = w.take_due(now)?;
+            w.done(now, &to);
+            Some((to, id))
+        })
+        .collect()
+    }
+
+    fn pair(to: &str, id: &str) -> (String, String) {
+        (to.to_owned(), id.to_owned())
     }
 
     #[test]
-    fn the_earliest_due_notice_comes_first_and_nothing_before_its_time() {
+    fn each_receiver_gets_its_notices_in_order() {
         let mut w = Waiting::default();
         let t0 = Instant::now();
-        let s = Duration::from_secs;
-        w.push(t0 + s(30), s(1), notice("late"));
-        w.push(t0, s(2), notice("a"));
-        w.push(t0, s(3), notice("b"));
-        w.push(t0 + s(10), s(4), notice("mid"));
-        assert_eq!(w.next_at(), Some(t0));
-        let ids = |w: &mut Waiting, now| {
-            std::iter::from_fn(|| w.take_due(now))
-                .map(|(_, n)| n.id)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(ids(&mut w, t0), vec!["a", "b"], "ties in arrival order");
-        assert_eq!(w.next_at(), Some(t0 + s(10)));
-        assert_eq!(ids(&mut w, t0 + s(9)), Vec::<String>::new());
-        assert_eq!(ids(&mut w, t0 + s(60)), vec!["mid", "late"]);
+        w.push(t0, "b".into(), "b1".into());
+        w.push(t0, "a".into(), "a1".into());
+        w.push(t0, "b".into(), "b2".into());
+        w.push(t0, "a".into(), "a2".into());
+        assert_eq!(
+            drain(&mut w, t0),
+            vec![
+                pair("b", "b1"),
+                pair("a", "a1"),
+                pair("b", "b2"),
+                pair("a", "a2")
+            ]
+        );
         assert_eq!(w.next_at(), None);
+        assert!(w.receivers.is_empty());
+    }
+
+    #[test]
+    fn a_failing_receiver_waits_with_backoff_and_holds_back_only_its_own() {
+        let mut w = Waiting::default();
+        let t0 = Instant::now();
+        for i in 0..1000 {
+            w.push(t0, "down".into(), format!("d{i}"));
+        }
+        w.push(t0, "up".into(), "u1".into());
+        // One attempt for the receiver that is down, however many notices it has.
+        assert_eq!(w.take_due(t0), Some(pair("down", "d0")));
+        assert_eq!(w.retry(t0, "down"), (FIRST_BACKOFF, 999));
+        assert_eq!(drain(&mut w, t0), vec![pair("up", "u1")]);
+        assert_eq!(w.next_at(), Some(t0 + FIRST_BACKOFF));
+        assert_eq!(w.take_due(t0 + FIRST_BACKOFF / 2), None);
+        // The backoff doubles up to its cap, and the same notice comes back first.
+        let mut at = t0 + FIRST_BACKOFF;
+        let mut expected = FIRST_BACKOFF * 2;
+        for _ in 0..12 {
+            assert_eq!(w.take_due(at), Some(pair("down", "d0")));
+            let (wait, _) = w.retry(at, "down");
+            assert_eq!(wait, expected);
+            at += wait;
+            expected = (expected * 2).min(MAX_BACKOFF);
+        }
+        assert_eq!(expected, MAX_BACKOFF);
+        // Back up: the rest follow in order, and the backoff starts over.
+        w.push(at, "up".into(), "u2".into());
+        let delivered = drain(&mut w, at);
+        assert_eq!(delivered.len(), 1001);
+        assert_eq!(delivered[0], pair("down", "d0"));
+        assert_eq!(delivered[1], pair("up", "u2"));
+        let down: Vec<&String> = delivered
+            .iter()
+            .filter(|(to, _)| to == "down")
+            .map(|(_, id)| id)
+            .collect();
+        assert_eq!(
+            down,
+            (0..1000)
+                .map(|i| format!("d{i}"))
+                .collect::<Vec<_>>()
+                .iter()
+                .collect::<Vec<_>>()
+        );
+        w.push(at, "down".into(), "d1000".into());
+        assert_eq!(w.take_due(at), Some(pair("down", "d1000")));
+        assert_eq!(w.retry(at, "down"), (FIRST_BACKOFF, 0));
     }
 }

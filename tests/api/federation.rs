@@ -404,6 +404,57 @@ async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
     drop(a);
 }
 
+/// The globalIds of `session`'s ConsignmentShared notifications (newest first) once there
+/// are `n`.
+async fn shared_ids(session: &Session, node: &TestNode, n: usize) -> Option<Vec<String>> {
+    let v = get_json(session, node, NOTIFICATIONS).await;
+    let ids: Vec<String> = v["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "ConsignmentShared")
+        .filter_map(|n| n["consignment"]["globalId"].as_str().map(str::to_owned))
+        .collect();
+    (ids.len() >= n).then_some(ids)
+}
+
+#[tokio::test]
+async fn a_partner_that_is_down_holds_back_only_its_own_notices_and_gets_them_in_order() {
+    let (mut ls, hosts) = listeners(3).await;
+    let c_listener = ls.pop().unwrap();
+    let b_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let b = federated(b_listener, &hosts).await;
+    let c = federated(c_listener, &hosts).await;
+    let operator = Operator::new(&a).await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    let agency = Session::new(&b, "officer@kra.example").await;
+    let port = Session::new(&c, "operator@port.example").await;
+    for org in [agency.org(), port.org()] {
+        operator
+            .policy(&a, rule(&a, org, "portOfEntryCountry", "eq", json!("KE")))
+            .await;
+    }
+    let b_halted = b.halt().await;
+    let mut expected = Vec::new();
+    for n in 1..=3 {
+        let activity = consignment_at(trader.org(), n, "KEMBA", "2026-12-24T06:00:00Z");
+        expected.insert(
+            0,
+            activity["object"]["globalId"].as_str().unwrap().to_owned(),
+        );
+        assert_completed(&trader.publish(&a, &activity).await);
+    }
+    // C hears of each while B is down, in the order they were shared.
+    let at_c = eventually("C told of all three", || shared_ids(&port, &c, 3)).await;
+    assert_eq!(at_c, expected);
+    // B, back, gets what waited for it, in the same order.
+    let b = TestNode::start_again(b_halted).await;
+    let at_b = eventually("B told of all three", || shared_ids(&agency, &b, 3)).await;
+    assert_eq!(at_b, expected);
+    drop(a);
+}
+
 #[tokio::test]
 async fn policies_name_organisations_of_partner_nodes_only() {
     let node =
