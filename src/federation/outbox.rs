@@ -230,8 +230,9 @@ impl Outbox {
 struct Queue {
     ids: VecDeque<String>,
     backoff: Duration,
-    /// Whether the receiver has a due time in [`Waiting::by_due`].
-    scheduled: bool,
+    /// Whether the receiver has a due time in [`Waiting::by_due`] or an attempt under way: a
+    /// notice queued meanwhile must not give it a second due time.
+    busy: bool,
 }
 
 /// Notices waiting, per receiving organisation. Receivers are due in order of their next
@@ -252,11 +253,11 @@ impl Waiting {
         let queue = self.receivers.entry(to.clone()).or_insert_with(|| Queue {
             ids: VecDeque::new(),
             backoff: FIRST_BACKOFF,
-            scheduled: false,
+            busy: false,
         });
         queue.ids.push_back(id);
-        if !queue.scheduled {
-            queue.scheduled = true;
+        if !queue.busy {
+            queue.busy = true;
             self.schedule(now, to);
         }
     }
@@ -274,9 +275,7 @@ impl Waiting {
             return None;
         }
         let (_, to) = self.by_due.pop_first()?;
-        let queue = self.receivers.get_mut(&to)?;
-        queue.scheduled = false;
-        let id = queue.ids.front()?.clone();
+        let id = self.receivers.get(&to)?.ids.front()?.clone();
         Some((to, id))
     }
 
@@ -290,7 +289,6 @@ impl Waiting {
         if queue.ids.is_empty() {
             self.receivers.remove(to);
         } else {
-            queue.scheduled = true;
             self.schedule(now, to.to_owned());
         }
     }
@@ -303,7 +301,6 @@ impl Waiting {
         };
         let wait = queue.backoff;
         queue.backoff = (wait * 2).min(MAX_BACKOFF);
-        queue.scheduled = true;
         let behind = queue.ids.len() - 1;
         self.schedule(now + wait, to.to_owned());
         (wait, behind)
@@ -375,9 +372,11 @@ mod tests {
             w.push(t0, "down".into(), format!("d{i}"));
         }
         w.push(t0, "up".into(), "u1".into());
-        // One attempt for the receiver that is down, however many notices it has.
+        // One attempt for the receiver that is down, however many notices it has, and however
+        // many are queued while the attempt is under way.
         assert_eq!(w.take_due(t0), Some(pair("down", "d0")));
-        assert_eq!(w.retry(t0, "down"), (FIRST_BACKOFF, 999));
+        w.push(t0, "down".into(), "d1000".into());
+        assert_eq!(w.retry(t0, "down"), (FIRST_BACKOFF, 1000));
         assert_eq!(drain(&mut w, t0), vec![pair("up", "u1")]);
         assert_eq!(w.next_at(), Some(t0 + FIRST_BACKOFF));
         assert_eq!(w.take_due(t0 + FIRST_BACKOFF / 2), None);
@@ -395,7 +394,7 @@ mod tests {
         // Back up: the rest follow in order, and the backoff starts over.
         w.push(at, "up".into(), "u2".into());
         let delivered = drain(&mut w, at);
-        assert_eq!(delivered.len(), 1001);
+        assert_eq!(delivered.len(), 1002);
         assert_eq!(delivered[0], pair("down", "d0"));
         assert_eq!(delivered[1], pair("up", "u2"));
         let down: Vec<&String> = delivered
@@ -405,14 +404,15 @@ mod tests {
             .collect();
         assert_eq!(
             down,
-            (0..1000)
+            (0..=1000)
                 .map(|i| format!("d{i}"))
                 .collect::<Vec<_>>()
                 .iter()
                 .collect::<Vec<_>>()
         );
-        w.push(at, "down".into(), "d1000".into());
-        assert_eq!(w.take_due(at), Some(pair("down", "d1000")));
+        assert_eq!(w.next_at(), None);
+        w.push(at, "down".into(), "d1001".into());
+        assert_eq!(w.take_due(at), Some(pair("down", "d1001")));
         assert_eq!(w.retry(at, "down"), (FIRST_BACKOFF, 0));
     }
 }
