@@ -50,33 +50,27 @@ pub trait QuadSource {
     ) -> Result<Vec<Quad>>;
 }
 
-impl QuadSource for oxigraph::store::Store {
-    fn matching(
-        &self,
-        subject: Option<NamedOrBlankNodeRef<'_>>,
-        predicate: NamedNodeRef<'_>,
-        object: Option<TermRef<'_>>,
-        graph: NamedNodeRef<'_>,
-    ) -> Result<Vec<Quad>> {
-        Ok(self
-            .quads_for_pattern(subject, Some(predicate), object, Some(graph.into()))
-            .collect::<std::result::Result<_, _>>()?)
-    }
+// The store and a transaction have the same `quads_for_pattern` but no trait in common.
+macro_rules! quad_source {
+    ($source:ty) => {
+        impl QuadSource for $source {
+            fn matching(
+                &self,
+                subject: Option<NamedOrBlankNodeRef<'_>>,
+                predicate: NamedNodeRef<'_>,
+                object: Option<TermRef<'_>>,
+                graph: NamedNodeRef<'_>,
+            ) -> Result<Vec<Quad>> {
+                Ok(self
+                    .quads_for_pattern(subject, Some(predicate), object, Some(graph.into()))
+                    .collect::<std::result::Result<_, _>>()?)
+            }
+        }
+    };
 }
 
-impl QuadSource for Transaction<'_> {
-    fn matching(
-        &self,
-        subject: Option<NamedOrBlankNodeRef<'_>>,
-        predicate: NamedNodeRef<'_>,
-        object: Option<TermRef<'_>>,
-        graph: NamedNodeRef<'_>,
-    ) -> Result<Vec<Quad>> {
-        Ok(self
-            .quads_for_pattern(subject, Some(predicate), object, Some(graph.into()))
-            .collect::<std::result::Result<_, _>>()?)
-    }
-}
+quad_source!(oxigraph::store::Store);
+quad_source!(Transaction<'_>);
 
 /// The node's credential (attestation) of the activity log entry `entry_id` applied, without
 /// reading the payload. Blocking.
