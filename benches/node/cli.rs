@@ -24,7 +24,9 @@ pub struct Args {
     #[arg(long, default_value_t = 200)]
     pub reads: usize,
     /// Requests of the SPARQL aggregate (through the endpoint, and raw on the store); by
-    /// default `--reads`, at most 20. Over 100,000 consignments each takes seconds.
+    /// default `--reads`, at most 20. Over 100,000 consignments each takes seconds; at
+    /// 1,000,000 the aggregate outgrows the node's memory (0: not measured; the replica, with
+    /// `--replica`, is where analysts run it at that size).
     #[arg(long)]
     pub sparql_reads: Option<usize>,
     /// Sharing policies stored (through HTTP) after the reads, before a second Create run that

@@ -113,8 +113,8 @@ pub struct Measured {
     pub key: String,
     pub written: i64,
     pub inbox: InboxRuns,
-    pub sparql: f64,
-    pub rows: usize,
+    /// The aggregate through `/sparql`: p50 (ms) and rows; `None` with `--sparql-reads 0`.
+    pub sparql: Option<(f64, usize)>,
     pub reads: Reads,
     pub routed: Option<(Run, Run)>,
     pub rss: f64,
@@ -132,7 +132,8 @@ struct Raw {
     page: f64,
     /// Look-up by aig id plus the parts of a view (ms, p50).
     view: f64,
-    /// The aggregate over the union default graph and with `GRAPH ?g` (ms, p50).
+    /// The aggregate over the union default graph and with `GRAPH ?g` (ms, p50); empty when
+    /// not measured.
     aggregate: Vec<f64>,
     /// Oxigraph inserts of what one Create wrote: per s, p50 (ms).
     insert: (f64, f64),
@@ -142,7 +143,10 @@ fn raw_baselines(args: &Args, dir: &Path, sparql_reads: usize, m: &Measured) -> 
     let n = args.reads.min(50);
     let page = raw_page_query(dir, &m.org, &m.reads.ids, n);
     let (lookup, parts) = raw_view_queries(dir, &m.org, &m.reads.ids[0], n);
-    let aggregate = raw_sparql(dir, sparql_reads);
+    let aggregate = match sparql_reads {
+        0 => Vec::new(),
+        n => raw_sparql(dir, n),
+    };
     let mut raw = if m.inbox.is_empty() {
         Vec::new()
     } else {
@@ -164,18 +168,16 @@ pub fn figures(args: &Args, dir: &Path, sparql_reads: usize, m: &Measured, table
     let raw = raw_baselines(args, dir, sparql_reads, m);
     inbox_figures(args, m, &raw, table);
     read_figures(&m.reads, &raw, table);
-    table.compared(
-        format!("SPARQL aggregate through /sparql ({} rows): p50", m.rows),
-        m.sparql,
-        "ms",
-        "raw SPARQL, union default graph",
-        raw.aggregate[0],
-    );
-    table.add(
-        "  raw SPARQL, the pattern in GRAPH ?g",
-        raw.aggregate[1],
-        "ms",
-    );
+    if let (Some((p50, rows)), [union, by_graph]) = (m.sparql, raw.aggregate.as_slice()) {
+        table.compared(
+            format!("SPARQL aggregate through /sparql ({rows} rows): p50"),
+            p50,
+            "ms",
+            "raw SPARQL, union default graph",
+            *union,
+        );
+        table.add("  raw SPARQL, the pattern in GRAPH ?g", *by_graph, "ms");
+    }
     table.add("node peak RSS (VmHWM)", m.rss, "MB");
     table.add("node RSS right after the load (VmRSS)", m.rss_loaded, "MB");
     table.add("node RSS at rest, 35 s after the load", m.rss_rest, "MB");
