@@ -7,13 +7,11 @@
 //! the writer lock after each commit that changes its row (`Update`, any `Add`); a cached row
 //! is served only while its version is the record's current one. A reader that read the store
 //! before a commit and caches its row after the bump caches it under the old version, which is
-//! never served. Rows are kept rendered (the JSON a list answers). Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older
+//! never served. Rows are kept rendered (the JSON text a list answers, copied into pages as it is). Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older
 //! dropped when the newer fills (rows read since stay in the newer one).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-use serde_json::Value;
 
 /// Rows kept at most (a rendered row is a few KB).
 pub const CAPACITY: usize = 4_096;
@@ -39,8 +37,8 @@ pub struct Rows {
 struct State {
     /// Records whose row changed since start-up, with how often.
     versions: HashMap<u128, u32>,
-    newer: HashMap<u128, (u32, Arc<Value>)>,
-    older: HashMap<u128, (u32, Arc<Value>)>,
+    newer: HashMap<u128, (u32, Arc<str>)>,
+    older: HashMap<u128, (u32, Arc<str>)>,
 }
 
 /// A read's ticket: the record's version when the read started.
@@ -53,7 +51,7 @@ impl Rows {
     }
 
     /// The cached row of record `bits`, or the version to cache a row read now under.
-    pub fn get(&self, bits: u128) -> Result<Arc<Value>, Version> {
+    pub fn get(&self, bits: u128) -> Result<Arc<str>, Version> {
         let mut state = self.state();
         let current = state.versions.get(&bits).copied().unwrap_or(0);
         if let Some((v, row)) = state.newer.get(&bits) {
@@ -71,8 +69,8 @@ impl Rows {
     }
 
     /// Caches a row read from the store (rendered) after [`Rows::get`] answered `version`.
-    pub fn put(&self, bits: u128, version: Version, row: Value) -> Arc<Value> {
-        let row = Arc::new(row);
+    pub fn put(&self, bits: u128, version: Version, row: String) -> Arc<str> {
+        let row: Arc<str> = row.into();
         let mut state = self.state();
         if state.versions.get(&bits).copied().unwrap_or(0) == version.0 {
             state.insert(bits, version.0, row.clone());
@@ -94,7 +92,7 @@ impl Rows {
 }
 
 impl State {
-    fn insert(&mut self, bits: u128, version: u32, row: Arc<Value>) {
+    fn insert(&mut self, bits: u128, version: u32, row: Arc<str>) {
         if self.newer.len() >= CAPACITY / 2 {
             self.older = std::mem::take(&mut self.newer);
         }
@@ -106,8 +104,8 @@ impl State {
 mod tests {
     use super::*;
 
-    fn row(summary: &str) -> Value {
-        serde_json::json!({ "summary": summary })
+    fn row(summary: &str) -> String {
+        format!("{{\"summary\":\"{summary}\"}}")
     }
 
     const HEX: &str = "000000000000000000000000000000ff";
@@ -118,7 +116,7 @@ mod tests {
         let bits = 0xff;
         let ticket = rows.get(bits).unwrap_err();
         rows.put(bits, ticket, row("v0"));
-        assert_eq!(rows.get(bits).unwrap()["summary"], "v0");
+        assert_eq!(&*rows.get(bits).unwrap(), row("v0"));
 
         // A reader starts, the record changes, the reader caches what it read before.
         let stale = rows.get(bits).map(|_| ()).err();
@@ -128,7 +126,7 @@ mod tests {
         rows.put(bits, ticket, row("stale"));
         let fresh = rows.get(bits).expect_err("the stale row is not served");
         rows.put(bits, fresh, row("v1"));
-        assert_eq!(rows.get(bits).unwrap()["summary"], "v1");
+        assert_eq!(&*rows.get(bits).unwrap(), row("v1"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::Stream;
 use serde_json::Value;
@@ -47,7 +47,7 @@ pub async fn list_policies(
     State(node): State<Arc<Node>>,
     caller: Caller,
     QueryParams(params): Params,
-) -> Result<Json<Value>> {
+) -> Result<Response> {
     let (limit, cursor) = paging(&params)?;
     let page = node.sharing.policies(&caller, limit, cursor.as_deref())?;
     Ok(page_body(page))
@@ -75,7 +75,7 @@ pub async fn notifications(
     State(node): State<Arc<Node>>,
     caller: Caller,
     QueryParams(params): Params,
-) -> Result<Json<Value>> {
+) -> Result<Response> {
     let (limit, cursor) = paging(&params)?;
     let page = blocking(move || {
         node.sharing

@@ -14,7 +14,7 @@ use oxigraph::model::NamedNode;
 use serde_json::{json, Value};
 
 use super::{instant, Item, ListPlan, Part, Parts, Read, Views, Visible};
-use crate::consignment::Page;
+use crate::consignment::{Entity, Page};
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::store::graphs;
@@ -57,14 +57,14 @@ impl Views {
         let mut warnings = Vec::new();
         for item in plan.items {
             match item {
-                Item::Ready(v) => entities.push(v),
+                Item::Ready(text) => entities.push(Entity::Text(text)),
                 Item::Remote(remote) => {
                     match pulled
                         .next()
                         .flatten()
                         .and_then(|d| d.get("summary").cloned())
                     {
-                        Some(summary @ Value::Object(_)) => entities.push(summary),
+                        Some(summary @ Value::Object(_)) => entities.push(Entity::Value(summary)),
                         _ => warnings.push(json!({
                             "code": "discoveryFailed",
                             "provider": remote.provider,
@@ -174,7 +174,7 @@ impl Views {
         });
         if owner == publisher {
             if let Some(summary) = self.summary_row_of(&publisher, &aig)? {
-                out["summary"] = Arc::unwrap_or_clone(summary);
+                out["summary"] = super::parse_json(&summary);
             }
             out["payload"] = parts.payload.unwrap_or(Value::Null);
         }

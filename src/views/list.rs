@@ -51,8 +51,7 @@ impl Views {
             for (key, own) in keys {
                 after = Some(key.clone());
                 let row = if own {
-                    self.summary_row_of(org, &key.1)?
-                        .map(|r| Item::Ready(Arc::unwrap_or_clone(r)))
+                    self.summary_row_of(org, &key.1)?.map(Item::Ready)
                 } else {
                     self.shared_row(org, &key.1, scope == Scope::All)?
                 };
@@ -128,9 +127,7 @@ impl Views {
                 })
             }));
         }
-        Ok(self
-            .summary_row_of(&publisher, aig)?
-            .map(|r| Item::Ready(Arc::unwrap_or_clone(r))))
+        Ok(self.summary_row_of(&publisher, aig)?.map(Item::Ready))
     }
 
     /// The literal value of `s p ?o` in graph `g`.
@@ -145,9 +142,10 @@ impl Views {
     /// indexes, every IRI being known from the listing key (the same facts as
     /// `queries/consignment_summary.rq`, which the benchmark runs as the raw baseline; a query
     /// per row cost 0.3 ms of evaluation set-up, most of a 50-row page).
-    /// The rendered row: cached ones are cloned, not parsed again (parsing the stored summary
-    /// JSON was a fifth of a cached page's time).
-    pub(super) fn summary_row_of(&self, publisher: &str, aig: &str) -> Result<Option<Arc<Value>>> {
+    /// The rendered row, as JSON text: cached ones are shared, not parsed or serialised again
+    /// (parsing the stored summary JSON was a fifth of a cached page's time; cloning and
+    /// serialising the rows as values most of the rest).
+    pub(super) fn summary_row_of(&self, publisher: &str, aig: &str) -> Result<Option<Arc<str>>> {
         let Some(bits) = listing::id_bits(aig) else {
             return Ok(None);
         };
@@ -155,9 +153,10 @@ impl Views {
             Ok(row) => return Ok(Some(row)),
             Err(version) => version,
         };
-        Ok(self
-            .read_summary_row(publisher, aig)?
-            .map(|row| self.listing.rows.put(bits, version, summary_row(&row))))
+        Ok(self.read_summary_row(publisher, aig)?.map(|row| {
+            let text = summary_row(&row).to_string();
+            self.listing.rows.put(bits, version, text)
+        }))
     }
 
     pub(super) fn read_summary_row(&self, publisher: &str, aig: &str) -> Result<Option<Row>> {
@@ -211,9 +210,9 @@ pub struct ListPlan {
     pub(super) cursor: Option<String>,
 }
 
-/// One row of a list page: ready, or to be pulled from a partner node.
+/// One row of a list page: ready (JSON text), or to be pulled from a partner node.
 pub(super) enum Item {
-    Ready(Value),
+    Ready(Arc<str>),
     Remote(RemoteDataset),
 }
 
