@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 /// Ports of entry of the fill-up consignments.
-const PORTS: &[&str] = &[
+pub const PORTS: &[&str] = &[
     "KEMBA", "TZDAR", "NLRTM", "SGSIN", "BEANR", "DEHAM", "CNSHA", "USNYC",
 ];
 
