@@ -127,8 +127,22 @@ impl Client {
     }
 
     /// The `Create` of fill-up consignment `n`: one of eight ports of entry, one of 365 days.
+    /// Its ids come from the organisation and `n`, so the same `n` is the same activity: a
+    /// bulk load stopped mid-way and run again answers what it had applied as replays.
     pub fn varied(&self, n: usize) -> Value {
-        let mut activity = self.consignment(n, &format!("urn:uuid:{}", uuid::Uuid::new_v4()));
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(format!("{}:{n}", self.org));
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let uuid = format!(
+            "{}-{}-{}-{}-{}",
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..]
+        );
+        let mut activity = self.consignment(n, &format!("urn:uuid:{uuid}"));
+        activity["object"]["identifier"] = json!(format!("BENCH-{n}-{}", &hex[..12]));
         let arrival = &mut activity["object"]["atArrivalTransportMovement"]["arrivalEvent"][0];
         arrival["occurrenceLogisticsLocation"]["identifier"]["@value"] =
             json!(PORTS[n % PORTS.len()]);

@@ -102,7 +102,7 @@ pub async fn create_account(
 
 /// What a kept data dir holds besides the store: the benchmark organisation's credentials and
 /// what was loaded, so a later run measures on it without loading again.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct Loaded {
     pub api_key: String,
     pub email: String,
