@@ -110,7 +110,7 @@ impl Bench<'_> {
     /// to 20.
     fn sparql_reads(&self) -> usize {
         let args = self.args;
-        args.sparql_reads.unwrap_or(args.reads.min(20).max(1))
+        args.sparql_reads.unwrap_or(args.reads.clamp(1, 20))
     }
 
     /// The benchmark organisation's user: the kept one logged in, or a new account.
