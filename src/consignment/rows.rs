@@ -7,8 +7,9 @@
 //! the writer lock after each commit that changes its row (`Update`, any `Add`); a cached row
 //! is served only while its version is the record's current one. A reader that read the store
 //! before a commit and caches its row after the bump caches it under the old version, which is
-//! never served. Rows are kept rendered (the JSON text a list answers, copied into pages as it is). Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older
-//! dropped when the newer fills (rows read since stay in the newer one).
+//! never served. Rows are kept rendered (the JSON text a list answers, copied into pages as
+//! it is). Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older dropped
+//! when the newer fills (rows read since stay in the newer one).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
