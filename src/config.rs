@@ -6,6 +6,12 @@ use std::time::Duration;
 
 use clap::Args;
 
+/// RocksDB table files kept open by default (`--store-open-files`). Left to Oxigraph it would
+/// take the whole soft limit but 48, leaving client connections nothing sure; 512 is several
+/// times what a store of 100,000 consignments holds (tables of 64 MB). Part of the reserve of
+/// the file descriptor budget (`fd_limit`).
+pub const STORE_OPEN_FILES: u32 = 512;
+
 /// Options of `dataspace-node serve`.
 #[derive(Args, Debug, Clone)]
 pub struct Config {
@@ -33,6 +39,13 @@ pub struct Config {
         default_value_t = 3600
     )]
     pub session_lifetime_secs: u64,
+
+    /// RocksDB table files kept open (each holds its index and filter blocks in memory, so
+    /// this bounds the store's memory beside its block caches; a read of a closed table
+    /// opens it again). Reserved from the file descriptor limit before connections.
+    #[arg(long, env = "DATASPACE_NODE_STORE_OPEN_FILES", default_value_t = STORE_OPEN_FILES,
+          value_parser = clap::value_parser!(u32).range(64..))]
+    pub store_open_files: u32,
 
     /// Most connections open at once; a connection beyond it is closed at once. Capped at
     /// start-up to what the file descriptor limit leaves beside RocksDB and the blob store.
@@ -219,6 +232,7 @@ impl Config {
             session_lifetime_secs: 3600,
             body_limit_bytes: 10 * 1024 * 1024,
             max_connections: 10_000,
+            store_open_files: STORE_OPEN_FILES,
             read_timeout_secs: 30,
             login_max_failures: 5,
             login_window_secs: 300,

@@ -5,9 +5,7 @@
 //! does whatever else opens a file at that moment — RocksDB a table file or its log, a blob
 //! being written — so connections must not take what those need. At start-up the node raises
 //! its soft limit as far as it needs (never past the hard limit, never lower than it was) and
-//! allows only as many connections as fit beside [`RESERVED`].
-
-use crate::store;
+//! allows only as many connections as fit beside [`reserved`].
 
 /// Descriptors besides RocksDB's table files: its write-ahead log, MANIFEST, info log and
 /// compaction outputs; blobs being written or streamed to a client (a download holds one
@@ -16,8 +14,10 @@ use crate::store;
 const OTHER_FILES: u64 = 256;
 
 /// Descriptors kept from client connections: RocksDB's open table files
-/// ([`store::MAX_OPEN_FILES`]) and [`OTHER_FILES`].
-pub const RESERVED: u64 = store::MAX_OPEN_FILES as u64 + OTHER_FILES;
+/// (`--store-open-files`) and [`OTHER_FILES`].
+pub fn reserved(store_open_files: u32) -> u64 {
+    u64::from(store_open_files) + OTHER_FILES
+}
 
 /// The soft limit to ask for and the connections it allows, from the current soft and hard
 /// limits, the connections asked for and the descriptors reserved. At least one connection,
@@ -31,13 +31,14 @@ pub fn plan(soft: u64, hard: u64, requested: u64, reserved: u64) -> (u64, u64) {
 
 /// Raises the soft `RLIMIT_NOFILE` as [`plan`] says and returns the connections to allow
 /// instead of `requested`; logs the figures.
-pub fn raise_and_budget(requested: usize) -> usize {
+pub fn raise_and_budget(requested: usize, store_open_files: u32) -> usize {
     let requested = requested as u64;
+    let reserved = reserved(store_open_files);
     let Some((soft, hard)) = limits() else {
         tracing::warn!("could not read the file descriptor limit; connections not capped");
         return requested as usize;
     };
-    let (wanted, _) = plan(soft, hard, requested, RESERVED);
+    let (wanted, _) = plan(soft, hard, requested, reserved);
     let now = if wanted > soft && set_soft(wanted, hard).is_err() {
         tracing::warn!(
             soft,
@@ -50,12 +51,12 @@ pub fn raise_and_budget(requested: usize) -> usize {
         wanted
     };
     // With the limit as it now is: the hard limit no longer matters.
-    let (_, connections) = plan(now, now, requested, RESERVED);
+    let (_, connections) = plan(now, now, requested, reserved);
     tracing::info!(
         soft_before = soft,
         soft = now,
         hard,
-        reserved = RESERVED,
+        reserved = reserved,
         requested,
         max_connections = connections,
         "file descriptors"

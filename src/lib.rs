@@ -72,7 +72,8 @@ pub async fn run(
 ) -> Result<()> {
     let addr = listener.local_addr()?;
     // Before the store opens: RocksDB's files and the connections share the limit.
-    let max_connections = fd_limit::raise_and_budget(config.max_connections);
+    let max_connections =
+        fd_limit::raise_and_budget(config.max_connections, config.store_open_files);
     let base_url = config
         .base_url
         .clone()

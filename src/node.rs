@@ -51,6 +51,8 @@ pub struct Node {
 impl Node {
     /// Opens the store and loads or creates the node's secrets. Blocking.
     pub fn open(config: Config, base_url: &str) -> Result<Self> {
+        // Where start-up's time goes, in the log: it is what an operator waits for.
+        let started = std::time::Instant::now();
         std::fs::create_dir_all(&config.data_dir)?;
         let NodeSecrets {
             operator_key,
@@ -59,6 +61,7 @@ impl Node {
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
         let (store, queries) = store_of(&config)?;
+        let store_ms = started.elapsed().as_millis();
         let accounts = Arc::new(Accounts::open(
             store.clone(),
             queries.clone(),
@@ -69,7 +72,9 @@ impl Node {
         let snapshot = Snapshot::take(&config.data_dir, store.snapshot_token())
             // An earlier version may have run since (it leaves the token): rebuild everything.
             .filter(|_| !config.rebuild_markers);
+        let snapshot_ms = started.elapsed().as_millis();
         let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref())?);
+        let listing_ms = started.elapsed().as_millis();
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
         let federation = federation_of(&config, &identity, &documents)?;
@@ -92,6 +97,7 @@ impl Node {
         }
         // Before any write it must log (the markers' rebuild in `Sharing::open` included).
         let replica = Replica::open(&store, &config.replica)?;
+        let upgraded_ms = started.elapsed().as_millis();
         let sharing = Arc::new(Sharing::open(
             store.clone(),
             queries.clone(),
@@ -101,6 +107,7 @@ impl Node {
             &cursor_key,
             snapshot.as_ref(),
         )?);
+        let sharing_ms = started.elapsed().as_millis();
         let intake = Intake::new(
             store.clone(),
             queries.clone(),
@@ -140,7 +147,13 @@ impl Node {
             did = %identity.node_did(),
             base_url = identity.base_url(),
             models = if from_snapshot { "snapshot" } else { "rebuilt from the store" },
-            "node opened"
+            store_ms,
+            snapshot_ms,
+            listing_ms,
+            upgraded_ms,
+            sharing_ms,
+            total_ms = started.elapsed().as_millis(),
+            "node opened (each _ms: time since the start of opening)"
         );
         Ok(Self {
             config,
@@ -284,7 +297,10 @@ fn federation_of(
 
 /// The store, its data dir's graph names brought up to date, and the node's queries.
 fn store_of(config: &Config) -> Result<(Arc<Store>, Arc<Queries>)> {
-    let store = Arc::new(Store::open(&config.data_dir.join("store"))?);
+    let store = Arc::new(Store::open_with(
+        &config.data_dir.join("store"),
+        config.store_open_files,
+    )?);
     // Before anything reads a graph name: names of earlier data dirs are renamed.
     crate::store::rekey::run(&store)?;
     Ok((store, Arc::new(Queries::load()?)))

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use oxigraph::model::{NamedNode, Term};
 use oxigraph::store::Transaction;
 
+use crate::config::STORE_OPEN_FILES as MAX_OPEN_FILES;
 use crate::error::{Error, Result};
 
 pub use events::{Committed, Events, Journal, ReadModel};
@@ -48,11 +49,6 @@ pub struct Store {
     sealed: AtomicBool,
 }
 
-/// Table files RocksDB keeps open. Left to Oxigraph it would take the whole soft limit but 48,
-/// leaving client connections nothing sure; 512 is several times what a store of 100,000
-/// consignments holds (tables of 64 MB). Part of the reserve of [`crate::fd_limit`].
-pub const MAX_OPEN_FILES: u32 = 512;
-
 /// Flush after this many commits (checked every two seconds, so under a steady stream a flush
 /// follows about every two seconds)... Small memtables cost less memory and less to insert into
 /// and to read through: against 1,000, peak RSS of the benchmark's node 110–117 MB instead of
@@ -64,8 +60,13 @@ const FLUSH_AFTER: Duration = Duration::from_secs(30);
 
 impl Store {
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, MAX_OPEN_FILES)
+    }
+
+    /// [`Store::open`] keeping at most `open_files` table files open.
+    pub fn open_with(path: &Path, open_files: u32) -> Result<Self> {
         std::fs::create_dir_all(path)?;
-        let db = open_db(path)?;
+        let db = open_db(path, open_files)?;
         bulk::clean_up(&db)?;
         let opened_token = snapshot::take_token(&db)?;
         Ok(Self::over(db, opened_token, false))
@@ -74,7 +75,7 @@ impl Store {
     /// The store for reading only (measurements and checks beside a stopped node): the models
     /// snapshot's token stays, since nothing changes, and every commit is refused.
     pub fn open_read_only(path: &Path) -> Result<Self> {
-        Ok(Self::over(open_db(path)?, None, true))
+        Ok(Self::over(open_db(path, MAX_OPEN_FILES)?, None, true))
     }
 
     fn over(db: oxigraph::store::Store, opened_token: Option<String>, sealed: bool) -> Self {
@@ -268,8 +269,8 @@ impl Store {
     }
 }
 
-fn open_db(path: &Path) -> Result<oxigraph::store::Store> {
-    let options = oxigraph::store::StoreOptions::default().with_max_open_files(MAX_OPEN_FILES);
+fn open_db(path: &Path, open_files: u32) -> Result<oxigraph::store::Store> {
+    let options = oxigraph::store::StoreOptions::default().with_max_open_files(open_files);
     Ok(oxigraph::store::Store::open_with_options(path, options)?)
 }
 
