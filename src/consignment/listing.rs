@@ -18,8 +18,21 @@ use crate::store::snapshot::{Decoder, Encoder};
 use crate::store::Query;
 use crate::store::{Committed, Queries, ReadModel, Store};
 
-/// Sort key: milliseconds since the epoch, then the aig id.
-pub type Key = (i64, String);
+/// Sort key: milliseconds since the epoch, then the 128 bits of the aig id. Aig ids are
+/// `aig:<32 hex>`, minted lowercase here and checked and lowered when a partner's arrive, so
+/// the bits are the id; as bits a key holds no string (a million of them took ~48 MB more as
+/// strings, and decoding the snapshot allocated each one).
+pub type Key = (i64, u128);
+
+/// The list key of a record created at `ms` with aig id `aig`; `None` when `aig` is not one.
+pub fn key(ms: i64, aig: &str) -> Option<Key> {
+    id_bits(aig).map(|bits| (ms, bits))
+}
+
+/// The aig id (`aig:<32 hex>`) of a list key.
+pub fn aig(key: &Key) -> String {
+    format!("aig:{:032x}", key.1)
+}
 
 #[derive(Default)]
 pub struct Listing {
@@ -68,8 +81,8 @@ impl Listing {
             if let (Some(org), Some(aig), Some(at)) =
                 (text(&row, "org"), aig_of(&row), text(&row, "created"))
             {
-                if let Some(ms) = millis(&at) {
-                    listing.insert(&org, (ms, aig));
+                if let Some(key) = millis(&at).and_then(|ms| key(ms, &aig)) {
+                    listing.insert(&org, key);
                 }
             }
             true
@@ -80,9 +93,7 @@ impl Listing {
     pub fn insert(&self, org: &str, key: Key) {
         let mut map = self.by_org.write().unwrap_or_else(|p| p.into_inner());
         let keys = map.entry(org.to_owned()).or_default();
-        if let Some(bits) = id_bits(&key.1) {
-            keys.ids.insert(bits);
-        }
+        keys.ids.insert(key.1);
         keys.order.insert(key);
     }
 
@@ -100,9 +111,7 @@ impl Listing {
             .get_mut(org)
         {
             if keys.order.remove(key) {
-                if let Some(bits) = id_bits(&key.1) {
-                    keys.ids.remove(&bits);
-                }
+                keys.ids.remove(&key.1);
             }
         }
     }
@@ -115,9 +124,10 @@ impl Listing {
         for (org, keys) in map.iter() {
             e.str(org);
             e.u64(keys.order.len() as u64);
-            for (ms, aig) in &keys.order {
-                e.i64(*ms);
-                e.str(aig);
+            // As text, the layout of earlier versions' snapshots (which still decode).
+            for key in &keys.order {
+                e.i64(key.0);
+                e.str(&aig(key));
             }
         }
         e.0
@@ -132,11 +142,9 @@ impl Listing {
                 let org = d.str()?.to_owned();
                 let mut keys = Keys::default();
                 for _ in 0..d.count(16)? {
-                    let key = (d.i64()?, d.str()?.to_owned());
-                    if let Some(bits) = id_bits(&key.1) {
-                        keys.ids.insert(bits);
-                    }
-                    keys.order.insert(key);
+                    let k = key(d.i64()?, d.str()?)?;
+                    keys.ids.insert(k.1);
+                    keys.order.insert(k);
                 }
                 map.insert(org, keys);
             }
@@ -159,8 +167,8 @@ impl Listing {
             return Vec::new();
         };
         match after {
-            Some(after) => keys.range(..after.clone()).rev().take(n).cloned().collect(),
-            None => keys.iter().rev().take(n).cloned().collect(),
+            Some(after) => keys.range(..*after).rev().take(n).copied().collect(),
+            None => keys.iter().rev().take(n).copied().collect(),
         }
     }
 }
@@ -173,7 +181,11 @@ impl ReadModel for Listing {
                 publisher,
                 created_ms,
                 aig,
-            } => self.insert(publisher, (*created_ms, aig.clone())),
+            } => {
+                if let Some(key) = key(*created_ms, aig) {
+                    self.insert(publisher, key);
+                }
+            }
             Committed::RowChanged { aig_hex } => self.rows.changed([aig_hex.as_str()]),
             _ => {}
         }
@@ -188,15 +200,16 @@ mod tests {
     fn the_order_comes_back_from_its_encoding() {
         let l = Listing::default();
         let aig = "aig:0123456789abcdef0123456789abcdef";
-        for (org, ms, id) in [("a", 3, "c"), ("a", 1, aig), ("b", -2, "x")] {
-            l.insert(org, (ms, id.into()));
+        for (org, ms, bits) in [("a", 3, 12), ("a", 1, id_bits(aig).unwrap()), ("b", -2, 7)] {
+            l.insert(org, (ms, bits));
         }
         let bytes = l.encode();
         let mut e = crate::store::snapshot::Snapshot::new("t".into());
         e.put("l", bytes.clone());
         let back = Listing::decode(e.section("l").unwrap()).unwrap();
         assert_eq!(back.page("a", None, 9), l.page("a", None, 9));
-        assert_eq!(back.page("b", None, 9), vec![(-2, "x".to_owned())]);
+        assert_eq!(back.page("b", None, 9), vec![(-2, 7)]);
+        assert_eq!(super::aig(&back.page("a", None, 9)[1]), aig);
         assert!(back.contains("a", id_bits(aig).unwrap()));
         assert_eq!(back.newest(), Some(3));
         e.put("l", bytes[..bytes.len() - 1].to_vec());
@@ -206,13 +219,13 @@ mod tests {
     #[test]
     fn pages_walk_newest_first_without_repeats() {
         let l = Listing::default();
-        for (ms, id) in [(3, "c"), (1, "a"), (2, "b"), (2, "bb")] {
-            l.insert("org", (ms, id.into()));
+        for key in [(3, 0xc), (1, 0xa), (2, 0xb), (2, 0xbb)] {
+            l.insert("org", key);
         }
         let first = l.page("org", None, 2);
-        assert_eq!(first, vec![(3, "c".to_string()), (2, "bb".to_string())]);
+        assert_eq!(first, vec![(3, 0xc), (2, 0xbb)]);
         let rest = l.page("org", first.last(), 10);
-        assert_eq!(rest, vec![(2, "b".to_string()), (1, "a".to_string())]);
+        assert_eq!(rest, vec![(2, 0xb), (1, 0xa)]);
         assert!(l.page("other", None, 5).is_empty());
     }
 
@@ -223,10 +236,12 @@ mod tests {
         let bits = id_bits(aig).unwrap();
         assert_eq!(id_bits("0123456789abcdef0123456789abcdef"), Some(bits));
         assert_eq!(id_bits("aig:0123"), None);
-        l.insert("org", (5, aig.into()));
+        assert_eq!(key(5, aig), Some((5, bits)));
+        assert_eq!(key(5, "aig:0123"), None);
+        l.insert("org", (5, bits));
         assert!(l.contains("org", bits));
         assert!(!l.contains("other", bits));
-        l.remove("org", &(5, aig.into()));
+        l.remove("org", &(5, bits));
         assert!(!l.contains("org", bits));
     }
 }

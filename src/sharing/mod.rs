@@ -205,12 +205,20 @@ impl ReadModel for Sharing {
                 org,
                 created_ms,
                 aig,
-            } => self.shared.insert(org, (*created_ms, aig.clone())),
+            } => {
+                if let Some(key) = listing::key(*created_ms, aig) {
+                    self.shared.insert(org, key);
+                }
+            }
             Committed::Unshared {
                 org,
                 created_ms,
                 aig,
-            } => self.shared.remove(org, &(*created_ms, aig.clone())),
+            } => {
+                if let Some(key) = listing::key(*created_ms, aig) {
+                    self.shared.remove(org, &key);
+                }
+            }
             Committed::NotificationWritten { org, seq } => {
                 self.notifications.committed(&[(org.clone(), *seq)])
             }
@@ -228,7 +236,9 @@ fn shared_records(store: &Store, queries: &Queries) -> Result<Listing> {
             listing::aig_of(&row),
             text(&row, "created").and_then(|c| listing::millis(&c)),
         ) {
-            shared.insert(&org, (ms, aig));
+            if let Some(key) = listing::key(ms, &aig) {
+                shared.insert(&org, key);
+            }
         }
         true
     })?;

@@ -22,9 +22,10 @@ impl Views {
                 let p = self
                     .cursors
                     .decode(c, "consignments", org, scope.as_str())?;
-                let ms = listing::millis(&p.at)
+                let key = listing::millis(&p.at)
+                    .and_then(|ms| listing::key(ms, &p.id))
                     .ok_or_else(|| Error::invalid_field("cursor", "bad position"))?;
-                Some((ms, p.id))
+                Some(key)
             }
             None => None,
         };
@@ -49,11 +50,12 @@ impl Views {
             keys.sort_by(|a, b| b.0.cmp(&a.0));
             keys.truncate(limit + 1);
             for (key, own) in keys {
-                after = Some(key.clone());
+                after = Some(key);
+                let aig = listing::aig(&key);
                 let row = if own {
-                    self.summary_row_of(org, &key.1)?.map(Item::Ready)
+                    self.summary_row_of(org, &aig)?.map(Item::Ready)
                 } else {
-                    self.shared_row(org, &key.1, scope == Scope::All)?
+                    self.shared_row(org, &aig, scope == Scope::All)?
                 };
                 let Some(row) = row else { continue };
                 if rows.len() == limit {
@@ -65,7 +67,7 @@ impl Views {
             }
         }
         let cursor = match (more, last) {
-            (true, Some((ms, aig))) => Some(
+            (true, Some(key @ (ms, _))) => Some(
                 self.cursors.encode(&Position {
                     list: "consignments".into(),
                     org: org.clone(),
@@ -73,7 +75,7 @@ impl Views {
                     at: chrono::DateTime::from_timestamp_millis(ms)
                         .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
                         .unwrap_or_default(),
-                    id: aig,
+                    id: listing::aig(&key),
                 }),
             ),
             _ => None,
