@@ -68,6 +68,12 @@ pub struct Args {
     /// later runs reuse what was loaded.
     #[arg(long)]
     pub bulk: bool,
+    /// Activities per transaction of the `--bulk` load (`dataspace-node load --batch`). Each
+    /// batch's new graphs reach RocksDB as one more level-0 file, and every compaction of
+    /// level 0 rewrites level 1 whole (hashed keys overlap everything), so on a large store
+    /// fewer, larger batches cost less compaction per activity.
+    #[arg(long, default_value_t = 500)]
+    pub bulk_batch: usize,
     /// After the main run, mirror its store into this SPARQL engine (`virtuoso`: started here
     /// from Debian's `virtuoso-opensource-7-bin`) and measure the replica: initial sync, the
     /// aggregate on the replica against the store and straight on Virtuoso, replication lag
