@@ -47,7 +47,7 @@ impl Views {
             if keys.is_empty() {
                 break;
             }
-            keys.sort_by(|a, b| b.0.cmp(&a.0));
+            keys.sort_by_key(|k| std::cmp::Reverse(k.0));
             keys.truncate(limit + 1);
             for (key, own) in keys {
                 after = Some(key);
