@@ -37,6 +37,12 @@ pub fn serve_node(dir: &std::path::Path) {
         config.replica.replica_update_url = var("DATASPACE_NODE_REPLICA_UPDATE_URL");
         config.replica.replica_user = var("DATASPACE_NODE_REPLICA_USER");
         config.replica.replica_password = var("DATASPACE_NODE_REPLICA_PASSWORD");
+        // RocksDB's open table files, to measure memory against read latency on a large store.
+        if let Some(n) = var("DATASPACE_NODE_STORE_OPEN_FILES") {
+            config.store_open_files = n
+                .parse()
+                .expect("DATASPACE_NODE_STORE_OPEN_FILES: a number");
+        }
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
