@@ -28,6 +28,11 @@ impl PolicySet {
         self.by_uid.is_empty()
     }
 
+    /// Every policy, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Policy> {
+        self.by_uid.values()
+    }
+
     pub fn get(&self, uid: &str) -> Option<&Policy> {
         self.by_uid.get(uid)
     }
