@@ -40,9 +40,9 @@ pub struct Config {
     )]
     pub session_lifetime_secs: u64,
 
-    /// RocksDB table files kept open (each holds its index and filter blocks in memory, so
-    /// this bounds the store's memory beside its block caches; a read of a closed table
-    /// opens it again). Reserved from the file descriptor limit before connections.
+    /// RocksDB table files kept open (each holds its index and filter blocks in memory; a
+    /// read of a closed table opens it again, so fewer trade read latency for a little
+    /// memory). Reserved from the file descriptor limit before connections.
     #[arg(long, env = "DATASPACE_NODE_STORE_OPEN_FILES", default_value_t = STORE_OPEN_FILES,
           value_parser = clap::value_parser!(u32).range(64..))]
     pub store_open_files: u32,
