@@ -661,6 +661,101 @@ async fn policies_grants_and_notifications_survive_a_restart() {
     assert!(next > first, "{first} then {next}");
 }
 
+#[tokio::test]
+async fn policies_stored_and_deleted_before_a_restart_route_as_they_were_left() {
+    let w = World::new().await;
+    // Two more rules for the outsider; one deleted again before the clean shutdown, whose
+    // models snapshot carries the policies to the next start.
+    let kept = w
+        .operator
+        .policy(
+            &w.node,
+            rule(
+                &w.node,
+                w.outsider.org(),
+                "portOfEntry",
+                "eq",
+                json!("KEMBA"),
+            ),
+        )
+        .await;
+    let dropped = w
+        .operator
+        .policy(
+            &w.node,
+            rule(
+                &w.node,
+                w.outsider.org(),
+                "portOfEntryCountry",
+                "eq",
+                json!("KE"),
+            ),
+        )
+        .await;
+    w.operator
+        .delete(&w.node, dropped["uid"].as_str().unwrap())
+        .await;
+    let World {
+        node,
+        operator,
+        trader,
+        outsider,
+        ..
+    } = w;
+    let node = node.restart().await;
+    let listed = json_body(operator.send(&node, Method::GET, POLICIES, None).await).await;
+    let uids: Vec<&str> = listed["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["uid"].as_str())
+        .collect();
+    assert!(uids.contains(&kept["uid"].as_str().unwrap()), "{listed}");
+    assert!(
+        !uids.contains(&dropped["uid"].as_str().unwrap()),
+        "{listed}"
+    );
+    let trader = Session {
+        token: node
+            .login(
+                &trader.account.api_key,
+                &trader.account.email,
+                &trader.account.password,
+            )
+            .await,
+        account: trader.account,
+    };
+    trader.publish_example(&node, "create-consignment").await;
+    let outsider_token = node
+        .login(
+            &outsider.account.api_key,
+            &outsider.account.email,
+            &outsider.account.password,
+        )
+        .await;
+    let shared = json_body(
+        node.get_with_cookie(
+            &format!("{LIST}?scope=shared"),
+            &outsider.account.api_key,
+            &outsider_token,
+        )
+        .await,
+    )
+    .await;
+    // Routed once, by the kept rule (the dropped one would have matched too).
+    assert_eq!(shared["entities"].as_array().unwrap().len(), 1, "{shared}");
+    let notes = json_body(
+        node.get_with_cookie(NOTIFICATIONS, &outsider.account.api_key, &outsider_token)
+            .await,
+    )
+    .await;
+    let notes = notes["entities"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let text = notes[0].to_string();
+    assert!(text.contains(kept["uid"].as_str().unwrap()), "{text}");
+    assert!(!text.contains(dropped["uid"].as_str().unwrap()), "{text}");
+}
+
 /// Reads SSE events (`id`, parsed `data`) from a streaming response until `n` arrived.
 async fn sse_events(r: &mut reqwest::Response, n: usize, within: Duration) -> Vec<(String, Value)> {
     let mut buffer = String::new();
