@@ -613,16 +613,7 @@ async fn expired_links_are_refused_and_links_survive_a_restart() {
 
     // After a restart the blob, its attestation and the link key are still there.
     let node = node.restart().await;
-    let trader = Session {
-        token: node
-            .login(
-                &trader.account.api_key,
-                &trader.account.email,
-                &trader.account.password,
-            )
-            .await,
-        account: trader.account,
-    };
+    let trader = trader.logged_in_again(&node).await;
     let after = document(&node, &trader, "INV-T").await;
     assert_eq!(after["attestationId"], before["attestationId"]);
     let r = download(&node, after["href"].as_str().unwrap()).await;

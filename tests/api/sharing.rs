@@ -628,17 +628,7 @@ async fn policies_grants_and_notifications_survive_a_restart() {
     .await;
     assert_eq!(notes["entities"].as_array().unwrap().len(), 1);
     // Routing still works from the reloaded index, and numbering continues.
-    let trader_token = node
-        .login(
-            &trader.account.api_key,
-            &trader.account.email,
-            &trader.account.password,
-        )
-        .await;
-    let trader = Session {
-        account: trader.account,
-        token: trader_token,
-    };
+    let trader = trader.logged_in_again(&node).await;
     trader.publish_example(&node, "update-consignment").await;
     let tz_token = node
         .login(&tz.account.api_key, &tz.account.email, &tz.account.password)
@@ -666,32 +656,12 @@ async fn policies_stored_and_deleted_before_a_restart_route_as_they_were_left() 
     let w = World::new().await;
     // Two more rules for the outsider; one deleted again before the clean shutdown, whose
     // models snapshot carries the policies to the next start.
-    let kept = w
-        .operator
-        .policy(
-            &w.node,
-            rule(
-                &w.node,
-                w.outsider.org(),
-                "portOfEntry",
-                "eq",
-                json!("KEMBA"),
-            ),
-        )
-        .await;
-    let dropped = w
-        .operator
-        .policy(
-            &w.node,
-            rule(
-                &w.node,
-                w.outsider.org(),
-                "portOfEntryCountry",
-                "eq",
-                json!("KE"),
-            ),
-        )
-        .await;
+    let mut stored = Vec::new();
+    for (operand, value) in [("portOfEntry", "KEMBA"), ("portOfEntryCountry", "KE")] {
+        let body = rule(&w.node, w.outsider.org(), operand, "eq", json!(value));
+        stored.push(w.operator.policy(&w.node, body).await);
+    }
+    let (kept, dropped) = (&stored[0], &stored[1]);
     w.operator
         .delete(&w.node, dropped["uid"].as_str().unwrap())
         .await;
@@ -715,40 +685,18 @@ async fn policies_stored_and_deleted_before_a_restart_route_as_they_were_left() 
         !uids.contains(&dropped["uid"].as_str().unwrap()),
         "{listed}"
     );
-    let trader = Session {
-        token: node
-            .login(
-                &trader.account.api_key,
-                &trader.account.email,
-                &trader.account.password,
-            )
-            .await,
-        account: trader.account,
-    };
+    let trader = trader.logged_in_again(&node).await;
     trader.publish_example(&node, "create-consignment").await;
-    let outsider_token = node
-        .login(
-            &outsider.account.api_key,
-            &outsider.account.email,
-            &outsider.account.password,
-        )
-        .await;
+    let outsider = outsider.logged_in_again(&node).await;
+    let (key, token) = (&outsider.account.api_key, &outsider.token);
     let shared = json_body(
-        node.get_with_cookie(
-            &format!("{LIST}?scope=shared"),
-            &outsider.account.api_key,
-            &outsider_token,
-        )
-        .await,
+        node.get_with_cookie(&format!("{LIST}?scope=shared"), key, token)
+            .await,
     )
     .await;
     // Routed once, by the kept rule (the dropped one would have matched too).
     assert_eq!(shared["entities"].as_array().unwrap().len(), 1, "{shared}");
-    let notes = json_body(
-        node.get_with_cookie(NOTIFICATIONS, &outsider.account.api_key, &outsider_token)
-            .await,
-    )
-    .await;
+    let notes = json_body(node.get_with_cookie(NOTIFICATIONS, key, token).await).await;
     let notes = notes["entities"].as_array().unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
     let text = notes[0].to_string();

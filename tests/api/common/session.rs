@@ -96,6 +96,21 @@ impl Session {
         Self { account, token }
     }
 
+    /// The same account logged in again on `node` (after a restart, say).
+    pub async fn logged_in_again(self, node: &TestNode) -> Self {
+        let token = node
+            .login(
+                &self.account.api_key,
+                &self.account.email,
+                &self.account.password,
+            )
+            .await;
+        Self {
+            account: self.account,
+            token,
+        }
+    }
+
     pub fn org(&self) -> &str {
         &self.account.organization
     }
