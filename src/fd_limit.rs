@@ -56,7 +56,7 @@ pub fn raise_and_budget(requested: usize, store_open_files: u32) -> usize {
         soft_before = soft,
         soft = now,
         hard,
-        reserved = reserved,
+        reserved,
         requested,
         max_connections = connections,
         "file descriptors"
