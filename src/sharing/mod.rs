@@ -126,8 +126,8 @@ impl Sharing {
                 "readable-graph markers written for the SPARQL endpoint"
             );
         }
-        let saved = snapshot.and_then(|s| decode_policies(s.section("policies")?));
-        let policies = match saved {
+        let saved_policies = snapshot.and_then(|s| decode_policies(s.section("policies")?));
+        let policies = match saved_policies {
             Some(policies) => policies,
             None => stored_policies(&store, &queries)?,
         };
