@@ -29,30 +29,42 @@ async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<St
     }
 }
 
-/// `GET /health` within a second, as an answer timed from outside.
-async fn health_answers_quickly(node: &TestNode) {
-    let started = Instant::now();
+/// `GET /health` answered. The deadline only catches a node that stopped answering: what the
+/// tests below check is that others are served *while* the abuse goes on (an ordering), not
+/// how fast — speed is the benchmark's.
+async fn health_answers(node: &TestNode) {
     let r = tokio::time::timeout(
-        Duration::from_secs(1),
+        Duration::from_secs(20),
         node.client.get(node.url("/health")).send(),
     )
     .await
-    .expect("health answered within 1 s")
+    .expect("health answered")
     .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+/// Whether the server has neither written to nor closed `stream` yet.
+async fn still_open(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1];
+    tokio::time::timeout(Duration::from_millis(10), stream.read(&mut buf))
+        .await
+        .is_err()
 }
 
 #[tokio::test]
 async fn a_client_that_trickles_its_headers_is_cut_off() {
-    let node = TestNode::start_with(|c| c.read_timeout_secs = 1).await;
+    let node = TestNode::start_with(|c| c.read_timeout_secs = 5).await;
     let mut slow = TcpStream::connect(addr(&node)).await.unwrap();
     slow.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
         .await
         .unwrap();
-    health_answers_quickly(&node).await;
+    health_answers(&node).await;
+    assert!(
+        still_open(&mut slow).await,
+        "others are served while the slow client still holds its connection"
+    );
     // No more header lines: the server gives up after the read timeout and closes.
-    let answer = read_until_closed(&mut slow, Duration::from_secs(5)).await;
+    let answer = read_until_closed(&mut slow, Duration::from_secs(30)).await;
     let answer = answer.expect("the server closed the connection");
     assert!(
         answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
@@ -78,11 +90,11 @@ async fn a_client_that_trickles_its_body_gets_408() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("GeneralError"), "{answer}");
     assert!(started.elapsed() >= Duration::from_millis(900));
-    health_answers_quickly(&node).await;
+    health_answers(&node).await;
 }
 
 #[tokio::test]
-async fn a_thousand_concurrent_connections_are_served_and_health_stays_quick() {
+async fn a_thousand_concurrent_connections_are_served_and_health_is_answered_meanwhile() {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     trader.publish_example(&node, "create-consignment").await;
@@ -108,7 +120,7 @@ async fn a_thousand_concurrent_connections_are_served_and_health_stays_quick() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    health_answers_quickly(&node).await;
+    health_answers(&node).await;
     let mut ok = 0;
     for t in tasks {
         let status = t.await.unwrap().expect("every client got an answer");
@@ -119,7 +131,7 @@ async fn a_thousand_concurrent_connections_are_served_and_health_stays_quick() {
         ok += usize::from(status == StatusCode::OK);
     }
     assert!(ok > 0);
-    health_answers_quickly(&node).await;
+    health_answers(&node).await;
 }
 
 #[tokio::test]
@@ -161,7 +173,7 @@ async fn connections_beyond_the_cap_are_closed_at_once() {
 
 #[tokio::test]
 async fn an_expensive_query_runs_out_its_time_while_others_are_served() {
-    let node = TestNode::start_with(|c| c.sparql_timeout_secs = 2).await;
+    let node = TestNode::start_with(|c| c.sparql_timeout_secs = 5).await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     trader.publish_example(&node, "create-consignment").await;
     let (key, token) = (trader.account.api_key.clone(), trader.token.clone());
@@ -178,13 +190,15 @@ async fn an_expensive_query_runs_out_its_time_while_others_are_served() {
             .unwrap()
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    health_answers_quickly(&node).await;
-    let started = Instant::now();
+    health_answers(&node).await;
     let r = trader
         .get(&node, "/supply-chain/data-space/consignments")
         .await;
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(started.elapsed() < Duration::from_secs(1));
+    assert!(
+        !running.is_finished(),
+        "the list is answered while the query still runs"
+    );
     let body = assert_error(
         running.await.unwrap(),
         StatusCode::SERVICE_UNAVAILABLE,
