@@ -150,34 +150,27 @@ pub fn raw_page_query(data_dir: &std::path::Path, org: &str, aigs: &[String], n:
     p50(lat)
 }
 
-/// The SPARQL of a view (look-up by aig id, then the parts of the publisher's graph) straight
-/// on the store, each timed on its own.
+/// The store reads of a view (the index look-up by aig id, then the parts in the publisher's
+/// graph) straight on the store, each timed on its own.
 pub fn raw_view_queries(data_dir: &std::path::Path, org: &str, aig: &str, n: usize) -> (f64, f64) {
-    use dataspace_node::rdf::literal;
-    use dataspace_node::store::graphs;
+    use dataspace_node::store::parts as store_parts;
+    use dataspace_node::store::{graphs, index};
     let store = dataspace_node::store::Store::open_read_only(&data_dir.join("store")).unwrap();
-    let queries = dataspace_node::store::Queries::load().unwrap();
     let hex = aig.strip_prefix("aig:").unwrap_or(aig);
     let mut lookup = Vec::new();
     let mut parts = Vec::new();
     for _ in 0..n {
         let t = Instant::now();
-        let rows = queries
-            .select(&store, Query::ConsignmentByAnyId, &[("key", literal(aig))])
-            .unwrap();
+        let rows = index::by_any_id(&store, aig).unwrap();
         assert_eq!(rows.len(), 1);
         lookup.push(t.elapsed());
         let t = Instant::now();
-        let rows = queries
-            .select(
-                &store,
-                Query::ConsignmentParts,
-                &[
-                    ("graph", graphs::contribution(hex, org).into()),
-                    ("record", graphs::consignment(hex).into()),
-                ],
-            )
-            .unwrap();
+        let rows = store_parts::parts(
+            &store,
+            &graphs::contribution(hex, org),
+            &graphs::consignment(hex),
+        )
+        .unwrap();
         assert!(!rows.is_empty());
         parts.push(t.elapsed());
     }

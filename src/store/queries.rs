@@ -48,8 +48,6 @@ queries! {
     ActivityLogEntry => "activity_log_entry",
     ConsignmentRecords => "consignment_records",
     ConsignmentSummary => "consignment_summary",
-    ConsignmentByAnyId => "consignment_by_any_id",
-    ConsignmentParts => "consignment_parts",
     DocumentsPage => "documents_page",
     SharedDocumentsPage => "shared_documents_page",
     DocumentById => "document_by_id",

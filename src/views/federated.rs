@@ -18,7 +18,6 @@ use crate::consignment::{Entity, Page};
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::store::graphs;
-use crate::store::Query;
 
 const NO_DATASET: &str = "no dataset with this id is available to your organisation";
 
@@ -113,19 +112,11 @@ impl Views {
     pub fn dataset(&self, requester: &str, dataset: &str) -> Result<Value> {
         let not_found = || Error::NotFound(NO_DATASET.into());
         let (hex, key) = graphs::parse_contribution(dataset).ok_or_else(not_found)?;
-        let rows = self.queries.select(
-            &self.store,
-            Query::ConsignmentByAnyId,
-            &[("key", crate::rdf::literal(&format!("aig:{hex}")))],
-        )?;
-        let row = rows.first().ok_or_else(not_found)?;
-        let (Some(record), Some(publisher_graph), Some(publisher)) = (
-            super::node(row, "record"),
-            super::node(row, "graph"),
-            super::text(row, "org"),
-        ) else {
-            return Err(not_found());
-        };
+        let row = crate::store::index::by_any_id(&self.store, &format!("aig:{hex}"))?
+            .into_iter()
+            .next()
+            .ok_or_else(not_found)?;
+        let (record, publisher_graph, publisher) = (row.record, row.graph, row.publisher);
         let owner = self
             .dataset_owner(&record, &publisher, key, requester)?
             .ok_or_else(not_found)?;
@@ -141,13 +132,13 @@ impl Views {
                     .map(|c| graphs::contribution(hex, c)),
             );
         }
-        let aig = super::text(row, "aig").unwrap_or_default();
+        let aig = row.aig.clone();
         let visible = Visible {
             record,
             aig: aig.clone(),
             graph: publisher_graph,
-            created: super::text(row, "created").unwrap_or_default(),
-            updated: super::text(row, "updated").unwrap_or_default(),
+            created: row.created.clone(),
+            updated: row.updated.clone(),
             graphs: held,
             remote: Vec::new(),
         };
@@ -163,8 +154,8 @@ impl Views {
             "provider": owner,
             "consignment": {
                 "aigId": aig,
-                "globalId": super::text(row, "globalId"),
-                "identifier": super::text(row, "identifier"),
+                "globalId": row.global_id,
+                "identifier": row.identifier,
                 "created": visible.created,
                 "updated": visible.updated,
             },

@@ -53,7 +53,7 @@ use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::jsonld::{Compactor, Contexts};
 use crate::rdf::literal;
-use crate::rdf::{node, text};
+use crate::rdf::text;
 use crate::sharing::Sharing;
 use crate::store::{graphs, Queries, Query, Store};
 

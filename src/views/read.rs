@@ -3,6 +3,8 @@
 
 use oxigraph::sparql::QuerySolution;
 
+use crate::store::parts::{Kind, PartRow};
+
 use super::*;
 
 impl Views {
@@ -10,14 +12,22 @@ impl Views {
     /// now, or as they stood at `when` (an `xsd:dateTime`; the description excepted, which
     /// [`Views::read_at`] takes from its revision).
     pub(super) fn parts(&self, visible: &Visible, when: Option<&Term>) -> Result<Parts> {
-        let (query, extra) = match when {
-            Some(when) => (Query::ConsignmentPartsAt, Some(("when", when.clone()))),
-            None => (Query::ConsignmentParts, None),
-        };
         let mut parts = Parts::default();
-        self.in_each_graph(visible, query, extra, |graph, row| {
-            parts.take(row, graph, visible)
-        })?;
+        match when {
+            None => {
+                for graph in &visible.graphs {
+                    for row in crate::store::parts::parts(&self.store, graph, &visible.record)? {
+                        parts.take(row, graph, visible);
+                    }
+                }
+            }
+            Some(when) => {
+                let extra = Some(("when", when.clone()));
+                self.in_each_graph(visible, Query::ConsignmentPartsAt, extra, |graph, row| {
+                    parts.take(part_row(&row), graph, visible)
+                })?;
+            }
+        }
         if let Some((publisher, entry)) = parts.description.take() {
             let graph = graphs::activities(&publisher);
             parts.payload = crate::store::activities::of_entry(&self.store, &graph, &entry)?
@@ -148,26 +158,26 @@ pub(super) struct Parts {
 }
 
 impl Parts {
-    /// One row of `consignment_parts` (or `consignment_parts_at`) read from `graph`.
-    pub(super) fn take(&mut self, row: QuerySolution, graph: &NamedNode, visible: &Visible) {
-        let json = parse_json(&text(&row, "json").unwrap_or_default());
-        let at = text(&row, "at").unwrap_or_default();
-        let id = text(&row, "node").unwrap_or_default();
-        let contributor = text(&row, "contributor");
-        match text(&row, "kind").as_deref() {
-            Some("payload") if *graph == visible.graph => match text(&row, "entry") {
-                Some(entry) if text(&row, "json").is_none() => {
+    /// One part read from `graph`.
+    pub(super) fn take(&mut self, row: PartRow, graph: &NamedNode, visible: &Visible) {
+        let has_json = row.json.is_some();
+        let json = parse_json(row.json.as_deref().unwrap_or_default());
+        let at = row.at.unwrap_or_default();
+        let (id, contributor) = (row.node, row.contributor);
+        match row.kind {
+            Some(Kind::Payload) if *graph == visible.graph => match row.entry {
+                Some(entry) if !has_json => {
                     let entry = entry.rsplit(':').next().unwrap_or_default().to_owned();
                     self.description = contributor.map(|publisher| (publisher, entry));
                 }
                 _ => self.payload = Some(json),
             },
-            Some("event") => self.events.push(Part::new(id, at, json, contributor)),
-            Some("document") => self.documents.push(Part {
-                payload: text(&row, "payload").map(|p| parse_json(&p)),
+            Some(Kind::Event) => self.events.push(Part::new(id, at, json, contributor)),
+            Some(Kind::Document) => self.documents.push(Part {
+                payload: row.payload.map(|p| parse_json(&p)),
                 ..Part::new(id, at, json, contributor)
             }),
-            Some("system") => self.system.push(Part::new(id, at, json, contributor)),
+            Some(Kind::System) => self.system.push(Part::new(id, at, json, contributor)),
             _ => {}
         }
     }
@@ -213,6 +223,25 @@ impl Part {
 pub(super) struct Partner {
     pub(super) record: Value,
     pub(super) attachment: Value,
+}
+
+/// A row of `consignment_parts_at` as the part it names.
+fn part_row(row: &QuerySolution) -> PartRow {
+    PartRow {
+        kind: match text(row, "kind").as_deref() {
+            Some("payload") => Some(Kind::Payload),
+            Some("event") => Some(Kind::Event),
+            Some("document") => Some(Kind::Document),
+            Some("system") => Some(Kind::System),
+            _ => None,
+        },
+        node: text(row, "node").unwrap_or_default(),
+        json: text(row, "json"),
+        payload: text(row, "payload"),
+        at: text(row, "at"),
+        contributor: text(row, "contributor"),
+        entry: text(row, "entry"),
+    }
 }
 
 fn first_entry(v: &Value) -> &Value {

@@ -12,41 +12,34 @@ impl Views {
     /// consignment exists.
     pub fn resolve(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Visible> {
         let org = caller.organization.as_str();
-        let mut rows = self.queries.select(
-            &self.store,
-            Query::ConsignmentByAnyId,
-            &[("key", literal(id))],
-        )?;
-        // Own records first; the query orders the rest newest first.
-        rows.sort_by_key(|row| text(row, "org").as_deref() != Some(org));
+        let mut rows = crate::store::index::by_any_id(&self.store, id)?;
+        // Own records first; the index answers the rest newest first.
+        rows.sort_by_key(|row| row.publisher != org);
         let mut visible: Vec<(Visible, String)> = Vec::new();
         for row in rows {
-            let (Some(record), Some(graph), Some(publisher)) =
-                (node(&row, "record"), node(&row, "graph"), text(&row, "org"))
-            else {
-                continue;
-            };
-            if visible.iter().any(|(v, _)| v.record == record) {
-                continue;
-            }
-            let aig = text(&row, "aig").unwrap_or_default();
-            let (graphs, remote) =
-                self.scope_graphs(org, scope, &record, &aig, &publisher, &graph)?;
+            let (graphs, remote) = self.scope_graphs(
+                org,
+                scope,
+                &row.record,
+                &row.aig,
+                &row.publisher,
+                &row.graph,
+            )?;
             if graphs.is_empty() && remote.is_empty() {
                 continue;
             }
-            let own = publisher == org;
+            let own = row.publisher == org;
             visible.push((
                 Visible {
-                    record,
-                    aig,
-                    graph,
-                    created: text(&row, "created").unwrap_or_default(),
-                    updated: text(&row, "updated").unwrap_or_default(),
+                    record: row.record,
+                    aig: row.aig,
+                    graph: row.graph,
+                    created: row.created,
+                    updated: row.updated,
                     graphs,
                     remote,
                 },
-                publisher,
+                row.publisher,
             ));
             if own {
                 break;

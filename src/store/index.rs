@@ -1,0 +1,218 @@
+//! The consignment index read by id, for the read paths: which records of any publisher a
+//! path id names.
+//!
+//! Read as quad patterns rather than through the SPARQL engine: every read of a consignment
+//! (view, events, documents, history, linked data, a partner's dataset) starts here, and a
+//! SPARQL evaluation of the three-way look-up spent most of its time planning and
+//! internalising the query's constants (perf on a node answering views: the look-up was a
+//! third of its CPU, `queries/consignment_by_any_id.rq` until 2026-11-26).
+
+use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, Term};
+
+use super::{graphs, Store};
+use crate::error::Result;
+use crate::rdf::literal;
+use crate::vocab::dsn;
+
+/// At most this many records answer one id (the newest): each publisher holds an id at most
+/// once, so more would take that many organisations sharing one id with the caller.
+pub const MAX_MATCHES: usize = 50;
+
+/// A consignment record of the index, with the facts a read needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Indexed {
+    /// The consignment node.
+    pub record: NamedNode,
+    pub publisher: String,
+    /// `aig:<hex>`.
+    pub aig: String,
+    /// The publisher's contribution graph.
+    pub graph: NamedNode,
+    pub created: String,
+    pub updated: String,
+    pub global_id: String,
+    pub identifier: String,
+}
+
+/// Every complete record whose globalId, identifier or aig id (`aig:<hex>`) is `key`, once
+/// each, newest first (ties by aig id), at most [`MAX_MATCHES`].
+pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
+    let db = store.db();
+    let index = graphs::consignment_index();
+    let graph = GraphNameRef::NamedNode(index.as_ref());
+    let key = literal(key);
+    let mut records: Vec<NamedNode> = Vec::new();
+    for by in ["globalId", "identifier", "aigId"] {
+        let by = dsn(by);
+        for quad in db.quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph)) {
+            if let NamedOrBlankNode::NamedNode(record) = quad?.subject {
+                if !records.contains(&record) {
+                    records.push(record);
+                }
+            }
+        }
+    }
+    let mut found = Vec::with_capacity(records.len());
+    for record in records {
+        if let Some(entry) = facts(store, record, graph)? {
+            found.push(entry);
+        }
+    }
+    found.sort_by(|a, b| {
+        instant(&b.created)
+            .cmp(&instant(&a.created))
+            .then_with(|| a.aig.cmp(&b.aig))
+    });
+    found.truncate(MAX_MATCHES);
+    Ok(found)
+}
+
+/// The record's facts in one scan; `None` unless it has every fact a record is written with.
+fn facts(store: &Store, record: NamedNode, graph: GraphNameRef<'_>) -> Result<Option<Indexed>> {
+    let mut publisher = None;
+    let mut aig = None;
+    let mut contribution = None;
+    let mut created = None;
+    let mut updated = None;
+    let (mut global_id, mut identifier) = (None, None);
+    let subject = record.as_ref().into();
+    for quad in store
+        .db()
+        .quads_for_pattern(Some(subject), None, None, Some(graph))
+    {
+        let quad = quad?;
+        let Some(name) = quad.predicate.as_str().strip_prefix(crate::vocab::DSN) else {
+            continue;
+        };
+        match (name, quad.object) {
+            ("publisher", Term::NamedNode(n)) => publisher = Some(n.into_string()),
+            ("graph", Term::NamedNode(n)) => contribution = Some(n),
+            ("aigId", Term::Literal(l)) => aig = Some(l.value().to_owned()),
+            ("created", Term::Literal(l)) => created = Some(l.value().to_owned()),
+            ("updated", Term::Literal(l)) => updated = Some(l.value().to_owned()),
+            ("globalId", Term::Literal(l)) => global_id = Some(l.value().to_owned()),
+            ("identifier", Term::Literal(l)) => identifier = Some(l.value().to_owned()),
+            _ => {}
+        }
+    }
+    let (Some(publisher), Some(aig), Some(graph), Some(created), Some(updated)) =
+        (publisher, aig, contribution, created, updated)
+    else {
+        return Ok(None);
+    };
+    let (Some(global_id), Some(identifier)) = (global_id, identifier) else {
+        return Ok(None);
+    };
+    Ok(Some(Indexed {
+        record,
+        publisher,
+        aig,
+        graph,
+        created,
+        updated,
+        global_id,
+        identifier,
+    }))
+}
+
+/// A creation time as milliseconds, for ordering; unreadable ones sort last.
+fn instant(text: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(text).map_or(i64::MIN, |t| t.timestamp_millis())
+}
+
+#[cfg(test)]
+mod tests {
+    use oxigraph::model::{Literal, Quad};
+
+    use super::*;
+    use crate::vocab::xsd;
+
+    /// Writes an index record; `None` leaves that id out (an incomplete record).
+    fn record(store: &Store, hex: &str, ids: (Option<&str>, Option<&str>), created: &str) {
+        let (global_id, identifier) = ids;
+        let record = graphs::consignment(hex);
+        let org = NamedNode::new_unchecked(format!("did:web:x:org:{hex}"));
+        let date = |s: &str| Term::from(Literal::new_typed_literal(s, xsd("dateTime")));
+        let mut facts: Vec<(&str, Term)> = vec![
+            ("publisher", org.clone().into()),
+            ("aigId", literal(&format!("aig:{hex}"))),
+            ("graph", graphs::contribution(hex, org.as_str()).into()),
+            ("created", date(created)),
+            ("updated", date(created)),
+        ];
+        facts.extend(global_id.map(|g| ("globalId", literal(g))));
+        facts.extend(identifier.map(|i| ("identifier", literal(i))));
+        for (p, o) in facts {
+            let quad = Quad::new(record.clone(), dsn(p), o, graphs::consignment_index());
+            store.db().insert(&quad).unwrap();
+        }
+    }
+
+    fn hexes(found: &[Indexed]) -> Vec<&str> {
+        found.iter().map(|r| &r.aig[4..]).collect()
+    }
+
+    #[test]
+    fn an_id_names_each_complete_record_once_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // The same text as globalId and identifier: one record, once.
+        record(
+            &store,
+            "a1",
+            (Some("G-1"), Some("G-1")),
+            "2026-01-01T00:00:00.000Z",
+        );
+        record(
+            &store,
+            "b2",
+            (Some("X"), Some("G-1")),
+            "2026-03-01T00:00:00.000Z",
+        );
+        record(
+            &store,
+            "c3",
+            (Some("G-1"), Some("Y")),
+            "2026-02-01T00:00:00.000Z",
+        );
+        // Without an identifier the record is not complete: never answered.
+        record(
+            &store,
+            "d4",
+            (Some("G-1"), None),
+            "2026-04-01T00:00:00.000Z",
+        );
+        let found = by_any_id(&store, "G-1").unwrap();
+        assert_eq!(hexes(&found), ["b2", "c3", "a1"]);
+        let b = &found[0];
+        assert_eq!((b.global_id.as_str(), b.identifier.as_str()), ("X", "G-1"));
+        assert_eq!(b.publisher, "did:web:x:org:b2");
+        assert_eq!(b.graph, graphs::contribution("b2", "did:web:x:org:b2"));
+        assert_eq!(
+            b.created, "2026-03-01T00:00:00Z",
+            "as stored: a canonical xsd:dateTime"
+        );
+        assert_eq!(hexes(&by_any_id(&store, "aig:c3").unwrap()), ["c3"]);
+        assert!(by_any_id(&store, "aig:d4").unwrap().is_empty());
+        assert!(by_any_id(&store, "G-2").unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_id_of_many_publishers_answers_the_newest_fifty() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for i in 0..MAX_MATCHES + 10 {
+            let created = format!("2026-01-01T00:00:{:02}.000Z", i);
+            record(
+                &store,
+                &format!("{i:02}"),
+                (Some("SHARED"), Some("SHARED")),
+                &created,
+            );
+        }
+        let found = by_any_id(&store, "SHARED").unwrap();
+        assert_eq!(found.len(), MAX_MATCHES);
+        assert_eq!(found[0].aig, format!("aig:{}", MAX_MATCHES + 9));
+        assert_eq!(found[MAX_MATCHES - 1].aig, "aig:10");
+    }
+}
