@@ -234,7 +234,7 @@ fn read_figures(reads: &Reads, raw: &Raw, table: &mut Table) {
         page,
         raw.page,
     );
-    let raw_view_name = "raw look-up by aig id + SPARQL of the parts";
+    let raw_view_name = "the same store reads, raw (id look-up + parts)";
     table.compared("view: p50", reads.view, "ms", raw_view_name, raw.view);
     table.compared("events: p50", reads.events, "ms", raw_view_name, raw.view);
     table.compared(

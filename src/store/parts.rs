@@ -13,7 +13,7 @@ use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, Term};
 
 use super::Store;
 use crate::error::Result;
-use crate::vocab::{dsn, unece, DSN};
+use crate::vocab::{dsn, unece};
 
 /// Which part a row is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,71 +42,51 @@ pub struct PartRow {
     pub entry: Option<String>,
 }
 
-/// The node's facts in the graph that a part is made of.
-#[derive(Default)]
-struct Facts {
-    types: Vec<NamedNode>,
-    values: Vec<(&'static str, String)>,
+/// The facts of one node in the graph that a part is made of. Each is read with its own
+/// pattern: a scan of the node's quads decodes every term of every quad (the summary's list
+/// row, a system event's changed paths), most of which no part needs.
+struct Facts<'a> {
+    store: &'a Store,
+    node: NamedOrBlankNode,
+    graph: GraphNameRef<'a>,
 }
 
-/// The predicates a part reads (local names in `dsn:`).
-const READ: &[&str] = &[
-    "publisher",
-    "dateCreated",
-    "logEntry",
-    "payload",
-    "contributor",
-    "occurredAt",
-    "recorded",
-    "documentJson",
-    "supersededBy",
-    "json",
-    "date",
-];
-
-impl Facts {
-    fn read(store: &Store, node: &NamedOrBlankNode, graph: GraphNameRef<'_>) -> Result<Self> {
-        let mut facts = Self::default();
-        for quad in store
-            .db()
-            .quads_for_pattern(Some(node.as_ref()), None, None, Some(graph))
-        {
-            let quad = quad?;
-            if quad.predicate == rdf::TYPE {
-                if let Term::NamedNode(t) = quad.object {
-                    facts.types.push(t);
-                }
-                continue;
+impl Facts<'_> {
+    /// The first value of `dsn:<name>`: a literal's value or an IRI.
+    fn get(&self, name: &str) -> Result<Option<String>> {
+        let p = dsn(name);
+        for quad in self.store.db().quads_for_pattern(
+            Some(self.node.as_ref()),
+            Some(p.as_ref()),
+            None,
+            Some(self.graph),
+        ) {
+            match quad?.object {
+                Term::Literal(l) => return Ok(Some(l.value().to_owned())),
+                Term::NamedNode(n) => return Ok(Some(n.into_string())),
+                _ => {}
             }
-            let Some(name) = quad.predicate.as_str().strip_prefix(DSN) else {
-                continue;
-            };
-            let Some(name) = READ.iter().find(|n| **n == name) else {
-                continue;
-            };
-            let value = match quad.object {
-                Term::Literal(l) => l.value().to_owned(),
-                Term::NamedNode(n) => n.into_string(),
-                _ => continue,
-            };
-            facts.values.push((name, value));
         }
-        Ok(facts)
+        Ok(None)
     }
 
-    fn get(&self, name: &str) -> Option<String> {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.clone())
+    fn has(&self, name: &str) -> Result<bool> {
+        Ok(self.get(name)?.is_some())
     }
 
-    fn has(&self, name: &str) -> bool {
-        self.values.iter().any(|(n, _)| *n == name)
-    }
-
-    fn is_a(&self, class: &NamedNode) -> bool {
-        self.types.contains(class)
+    fn types(&self) -> Result<Vec<NamedNode>> {
+        let mut out = Vec::new();
+        for quad in self.store.db().quads_for_pattern(
+            Some(self.node.as_ref()),
+            Some(rdf::TYPE),
+            None,
+            Some(self.graph),
+        ) {
+            if let Term::NamedNode(t) = quad?.object {
+                out.push(t);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -120,18 +100,22 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
         .db()
         .quads_for_pattern(None, Some(summarizes.as_ref()), Some(object), Some(g))
     {
-        let node = quad?.subject;
-        let facts = Facts::read(store, &node, g)?;
-        let (Some(publisher), Some(at)) = (facts.get("publisher"), facts.get("dateCreated")) else {
+        let facts = Facts {
+            store,
+            node: quad?.subject,
+            graph: g,
+        };
+        let (Some(publisher), Some(at)) = (facts.get("publisher")?, facts.get("dateCreated")?)
+        else {
             continue;
         };
         out.push(PartRow {
             kind: Some(Kind::Payload),
-            node: iri(&node),
-            json: facts.get("payload"),
+            node: iri(&facts.node),
+            json: facts.get("payload")?,
             at: Some(at),
             contributor: Some(publisher),
-            entry: facts.get("logEntry"),
+            entry: facts.get("logEntry")?,
             ..PartRow::default()
         });
     }
@@ -146,44 +130,56 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
             .db()
             .quads_for_pattern(None, Some(consignment.as_ref()), Some(object), Some(g))
     {
-        let node = quad?.subject;
-        let facts = Facts::read(store, &node, g)?;
-        let id = iri(&node);
-        let contributor = facts.get("contributor");
-        if facts.is_a(&event) && facts.has("payload") && contributor.is_some() {
-            out.push(PartRow {
-                kind: Some(Kind::Event),
-                node: id.clone(),
-                json: facts.get("payload"),
-                at: facts.get("occurredAt"),
-                contributor: contributor.clone(),
-                ..PartRow::default()
-            });
+        let facts = Facts {
+            store,
+            node: quad?.subject,
+            graph: g,
+        };
+        let id = iri(&facts.node);
+        let types = facts.types()?;
+        if types.contains(&event) {
+            let (json, contributor) = (facts.get("payload")?, facts.get("contributor")?);
+            if json.is_some() && contributor.is_some() {
+                out.push(PartRow {
+                    kind: Some(Kind::Event),
+                    node: id.clone(),
+                    json,
+                    at: facts.get("occurredAt")?,
+                    contributor,
+                    ..PartRow::default()
+                });
+            }
         }
-        if facts.is_a(&document)
-            && facts.has("payload")
-            && contributor.is_some()
-            && facts.has("recorded")
-            && !facts.has("supersededBy")
-        {
-            out.push(PartRow {
-                kind: Some(Kind::Document),
-                node: id.clone(),
-                json: facts.get("documentJson"),
-                payload: facts.get("payload"),
-                at: facts.get("recorded"),
-                contributor: contributor.clone(),
-                ..PartRow::default()
-            });
+        if types.contains(&document) {
+            let (payload, contributor) = (facts.get("payload")?, facts.get("contributor")?);
+            let at = facts.get("recorded")?;
+            if payload.is_some()
+                && contributor.is_some()
+                && at.is_some()
+                && !facts.has("supersededBy")?
+            {
+                out.push(PartRow {
+                    kind: Some(Kind::Document),
+                    node: id.clone(),
+                    json: facts.get("documentJson")?,
+                    payload,
+                    at,
+                    contributor,
+                    ..PartRow::default()
+                });
+            }
         }
-        if facts.is_a(&system) && facts.has("json") && facts.has("date") {
-            out.push(PartRow {
-                kind: Some(Kind::System),
-                node: id,
-                json: facts.get("json"),
-                at: facts.get("date"),
-                ..PartRow::default()
-            });
+        if types.contains(&system) {
+            let (json, at) = (facts.get("json")?, facts.get("date")?);
+            if json.is_some() && at.is_some() {
+                out.push(PartRow {
+                    kind: Some(Kind::System),
+                    node: id,
+                    json,
+                    at,
+                    ..PartRow::default()
+                });
+            }
         }
     }
     Ok(out)
