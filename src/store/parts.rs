@@ -105,26 +105,9 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
             node: quad?.subject,
             graph: g,
         };
-        let (Some(publisher), Some(at)) = (facts.get("publisher")?, facts.get("dateCreated")?)
-        else {
-            continue;
-        };
-        out.push(PartRow {
-            kind: Some(Kind::Payload),
-            node: iri(&facts.node),
-            json: facts.get("payload")?,
-            at: Some(at),
-            contributor: Some(publisher),
-            entry: facts.get("logEntry")?,
-            ..PartRow::default()
-        });
+        out.extend(summary(&facts)?);
     }
     let consignment = dsn("consignment");
-    let (event, document, system) = (
-        unece("SupplyChainEvent"),
-        unece("Document"),
-        dsn("SystemEvent"),
-    );
     for quad in
         store
             .db()
@@ -135,54 +118,84 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
             node: quad?.subject,
             graph: g,
         };
-        let id = iri(&facts.node);
         let types = facts.types()?;
-        if types.contains(&event) {
-            let (json, contributor) = (facts.get("payload")?, facts.get("contributor")?);
-            if json.is_some() && contributor.is_some() {
-                out.push(PartRow {
-                    kind: Some(Kind::Event),
-                    node: id.clone(),
-                    json,
-                    at: facts.get("occurredAt")?,
-                    contributor,
-                    ..PartRow::default()
-                });
-            }
+        if types.contains(&unece("SupplyChainEvent")) {
+            out.extend(event(&facts)?);
         }
-        if types.contains(&document) {
-            let (payload, contributor) = (facts.get("payload")?, facts.get("contributor")?);
-            let at = facts.get("recorded")?;
-            if payload.is_some()
-                && contributor.is_some()
-                && at.is_some()
-                && !facts.has("supersededBy")?
-            {
-                out.push(PartRow {
-                    kind: Some(Kind::Document),
-                    node: id.clone(),
-                    json: facts.get("documentJson")?,
-                    payload,
-                    at,
-                    contributor,
-                    ..PartRow::default()
-                });
-            }
+        if types.contains(&unece("Document")) {
+            out.extend(document(&facts)?);
         }
-        if types.contains(&system) {
-            let (json, at) = (facts.get("json")?, facts.get("date")?);
-            if json.is_some() && at.is_some() {
-                out.push(PartRow {
-                    kind: Some(Kind::System),
-                    node: id,
-                    json,
-                    at,
-                    ..PartRow::default()
-                });
-            }
+        if types.contains(&dsn("SystemEvent")) {
+            out.extend(system_event(&facts)?);
         }
     }
     Ok(out)
+}
+
+/// The description's summary: who published it, when, and where its JSON is.
+fn summary(facts: &Facts<'_>) -> Result<Option<PartRow>> {
+    let (Some(publisher), Some(at)) = (facts.get("publisher")?, facts.get("dateCreated")?) else {
+        return Ok(None);
+    };
+    Ok(Some(PartRow {
+        kind: Some(Kind::Payload),
+        node: iri(&facts.node),
+        json: facts.get("payload")?,
+        at: Some(at),
+        contributor: Some(publisher),
+        entry: facts.get("logEntry")?,
+        ..PartRow::default()
+    }))
+}
+
+fn event(facts: &Facts<'_>) -> Result<Option<PartRow>> {
+    let (Some(json), Some(contributor)) = (facts.get("payload")?, facts.get("contributor")?) else {
+        return Ok(None);
+    };
+    Ok(Some(PartRow {
+        kind: Some(Kind::Event),
+        node: iri(&facts.node),
+        json: Some(json),
+        at: facts.get("occurredAt")?,
+        contributor: Some(contributor),
+        ..PartRow::default()
+    }))
+}
+
+/// A document's revision, unless a newer one superseded it.
+fn document(facts: &Facts<'_>) -> Result<Option<PartRow>> {
+    let (Some(payload), Some(contributor), Some(at)) = (
+        facts.get("payload")?,
+        facts.get("contributor")?,
+        facts.get("recorded")?,
+    ) else {
+        return Ok(None);
+    };
+    if facts.has("supersededBy")? {
+        return Ok(None);
+    }
+    Ok(Some(PartRow {
+        kind: Some(Kind::Document),
+        node: iri(&facts.node),
+        json: facts.get("documentJson")?,
+        payload: Some(payload),
+        at: Some(at),
+        contributor: Some(contributor),
+        ..PartRow::default()
+    }))
+}
+
+fn system_event(facts: &Facts<'_>) -> Result<Option<PartRow>> {
+    let (Some(json), Some(at)) = (facts.get("json")?, facts.get("date")?) else {
+        return Ok(None);
+    };
+    Ok(Some(PartRow {
+        kind: Some(Kind::System),
+        node: iri(&facts.node),
+        json: Some(json),
+        at: Some(at),
+        ..PartRow::default()
+    }))
 }
 
 fn iri(node: &NamedOrBlankNode) -> String {
