@@ -30,6 +30,7 @@ use dataspace_node::consignment::Scope;
 use dataspace_node::intake::activity;
 use dataspace_node::node::Node;
 use dataspace_node::views::linked::Linked;
+use dataspace_node::views::Description;
 use dataspace_node::{Config, Error};
 use oxigraph::io::RdfFormat;
 use proptest::prelude::*;
@@ -289,7 +290,7 @@ impl Harness {
                 let tag = |what: &'static str| move |e: Error| (what.to_owned(), e);
                 for (org, scope) in [(ORG, Scope::All), (agency.as_str(), Scope::All)] {
                     let who = caller(org);
-                    let read = node.views.read(&who, scope, &key);
+                    let read = node.views.read(&who, scope, &key, Description::Read);
                     // The publisher reads what it just applied.
                     let read = if org == poster {
                         read.map(Some)

@@ -19,7 +19,7 @@ use crate::documents::LinkUse;
 use crate::error::Result;
 use crate::node::Node;
 use crate::views::linked::Linked;
-use crate::views::{parse_at, pick_document, Read};
+use crate::views::{parse_at, pick_document, Description, Read};
 
 type Params = QueryParams<HashMap<String, String>>;
 
@@ -75,6 +75,7 @@ async fn read(
     caller: Caller,
     params: &HashMap<String, String>,
     id: String,
+    description: Description,
 ) -> Result<Read> {
     let scope = scope(params)?;
     let at = at(params)?;
@@ -82,7 +83,7 @@ async fn read(
     let reading = node.clone();
     let mut read = blocking(move || match at {
         Some(at) => reading.views.read_at(&caller, scope, &id, at),
-        None => reading.views.read(&caller, scope, &id),
+        None => reading.views.read(&caller, scope, &id, description),
     })
     .await?;
     let pulled = node.federation.pull(&org, read.remote()).await;
@@ -114,7 +115,7 @@ pub async fn view(
     let (media_type, linked) = negotiate(&headers, VIEW)?;
     Ok(match linked {
         None => {
-            let read = read(&node, caller, &params, id).await?;
+            let read = read(&node, caller, &params, id, Description::Read).await?;
             negotiated(media_type, Json(node.views.render_view(&read)))
         }
         Some(format) => {
@@ -133,7 +134,7 @@ pub async fn events(
     PathParams(id): PathParams<String>,
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
-    let read = read(&node, caller, &params, id).await?;
+    let read = read(&node, caller, &params, id, Description::Skip).await?;
     entities(node.views.render_events(&read))
 }
 
@@ -144,7 +145,7 @@ pub async fn documents(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let org = caller.organization.clone();
-    let read = read(&node, caller, &params, id).await?;
+    let read = read(&node, caller, &params, id, Description::Skip).await?;
     entities(node.views.render_documents(&read, &org, LinkUse::List))
 }
 
@@ -168,7 +169,7 @@ pub async fn document(
     QueryParams(params): Params,
 ) -> Result<Json<Value>> {
     let org = caller.organization.clone();
-    let read = read(&node, caller, &params, id).await?;
+    let read = read(&node, caller, &params, id, Description::Skip).await?;
     let documents = node.views.render_documents(&read, &org, LinkUse::Single);
     Ok(Json(pick_document(documents, &document_id)?))
 }

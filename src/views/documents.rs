@@ -10,7 +10,7 @@ use oxigraph::sparql::QuerySolution;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{instant, org_term, parse_json, Part, Read, Views};
+use super::{instant, org_term, parse_json, Description, Part, Read, Views};
 use crate::auth::Caller;
 use crate::consignment::cursor::Position;
 use crate::consignment::{summary, Page, Scope};
@@ -30,7 +30,7 @@ impl Views {
         usage: LinkUse,
     ) -> Result<Vec<Value>> {
         let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible, None)?;
+        let parts = self.parts(&visible, None, Description::Skip)?;
         Ok(self.dedupe(&parts.documents, &caller.organization, usage))
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use oxigraph::model::NamedNode;
 use serde_json::{json, Value};
 
-use super::{instant, Item, ListPlan, Part, Parts, Read, Views, Visible};
+use super::{instant, Description, Item, ListPlan, Part, Parts, Read, Views, Visible};
 use crate::consignment::{Entity, Page};
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
@@ -142,7 +142,7 @@ impl Views {
             graphs: held,
             remote: Vec::new(),
         };
-        let mut parts: Parts = self.parts(&visible, None)?;
+        let mut parts: Parts = self.parts(&visible, None, Description::Read)?;
         for d in &mut parts.documents {
             d.partner = Some(super::Partner {
                 record: self.document_record(d),

@@ -190,10 +190,10 @@ impl Views {
         // Partner nodes serve their contributions as they are now: none at an instant.
         visible.remote.clear();
         let Some(when) = self.instant_in_history(&visible, at)? else {
-            let parts = self.parts(&visible, None)?;
+            let parts = self.parts(&visible, None, Description::Read)?;
             return Ok(Read { visible, parts });
         };
-        let mut parts = self.parts(&visible, Some(&when))?;
+        let mut parts = self.parts(&visible, Some(&when), Description::Read)?;
         // As in the current read: the description only when the scope reads the publisher's.
         if visible.graphs.contains(&visible.graph) {
             parts.payload = self

@@ -33,7 +33,7 @@ mod scope;
 
 use list::Item;
 pub use list::ListPlan;
-pub use read::Read;
+pub use read::{Description, Read};
 use read::{Part, Partner, Parts};
 pub use scope::ambiguous;
 

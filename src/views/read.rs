@@ -10,8 +10,14 @@ use super::*;
 impl Views {
     /// The parts of a consignment in the contribution graphs the caller may read: as they are
     /// now, or as they stood at `when` (an `xsd:dateTime`; the description excepted, which
-    /// [`Views::read_at`] takes from its revision).
-    pub(super) fn parts(&self, visible: &Visible, when: Option<&Term>) -> Result<Parts> {
+    /// [`Views::read_at`] takes from its revision). The description's JSON (an activity's
+    /// payload, read and parsed) only when `description` says it is rendered.
+    pub(super) fn parts(
+        &self,
+        visible: &Visible,
+        when: Option<&Term>,
+        description: Description,
+    ) -> Result<Parts> {
         let mut parts = Parts::default();
         match when {
             None => {
@@ -28,7 +34,11 @@ impl Views {
                 })?;
             }
         }
-        if let Some((publisher, entry)) = parts.description.take() {
+        let wanted = parts
+            .description
+            .take()
+            .filter(|_| description == Description::Read);
+        if let Some((publisher, entry)) = wanted {
             let graph = graphs::activities(&publisher);
             parts.payload = crate::store::activities::of_entry(&self.store, &graph, &entry)?
                 .and_then(|activity| activity.get("object").cloned());
@@ -59,11 +69,18 @@ impl Views {
         Ok(())
     }
 
-    /// `GET /consignments/{id}`: the ConsignmentView, from what this node holds; the
-    /// partner datasets the caller may read are pulled by [`Views::finish`]. Blocking.
-    pub fn read(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Read> {
+    /// `GET /consignments/{id}` (and its events and documents, which leave the description
+    /// out): the consignment from what this node holds; the partner datasets the caller may
+    /// read are pulled by [`Views::finish`]. Blocking.
+    pub fn read(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        description: Description,
+    ) -> Result<Read> {
         let visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible, None)?;
+        let parts = self.parts(&visible, None, description)?;
         Ok(Read { visible, parts })
     }
 
@@ -137,6 +154,14 @@ impl Views {
     pub fn render_events(&self, read: &Read) -> Vec<Value> {
         read.parts.events.iter().map(event_view).collect()
     }
+}
+
+/// Whether a read renders the consignment's description (the view) or only its events,
+/// documents and system events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Description {
+    Read,
+    Skip,
 }
 
 /// One consignment as read from this node, before partner datasets join it.
