@@ -7,6 +7,8 @@
 //! internalising the query's constants (perf on a node answering views: the look-up was a
 //! third of its CPU, `queries/consignment_by_any_id.rq` until 2026-11-26).
 
+use std::collections::HashSet;
+
 use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, Term};
 
 use super::{graphs, Store};
@@ -41,14 +43,13 @@ pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
     let index = graphs::consignment_index();
     let graph = GraphNameRef::NamedNode(index.as_ref());
     let key = literal(key);
-    let mut records: Vec<NamedNode> = Vec::new();
+    // A set: many publishers may share an id, and one record may match it twice.
+    let mut records: HashSet<NamedNode> = HashSet::new();
     for by in ["globalId", "identifier", "aigId"] {
         let by = dsn(by);
         for quad in db.quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph)) {
             if let NamedOrBlankNode::NamedNode(record) = quad?.subject {
-                if !records.contains(&record) {
-                    records.push(record);
-                }
+                records.insert(record);
             }
         }
     }
