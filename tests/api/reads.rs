@@ -127,7 +127,9 @@ async fn the_view_resolves_every_id_form_and_hides_others() {
     let mut views = Vec::new();
     for id in &ids {
         let path = format!("{LIST}/{}", colons_encoded(id));
-        views.push(ok_json(trader.get(&node, &path).await).await);
+        views.push(unsigned_links(
+            ok_json(trader.get(&node, &path).await).await,
+        ));
         // Another organisation gets the same 404 for every id form.
         let r = other.get(&node, &path).await;
         let body = assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
