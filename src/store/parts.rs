@@ -108,6 +108,11 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
         out.extend(summary(&facts)?);
     }
     let consignment = dsn("consignment");
+    let (event_class, document_class, system_class) = (
+        unece("SupplyChainEvent"),
+        unece("Document"),
+        dsn("SystemEvent"),
+    );
     for quad in
         store
             .db()
@@ -119,13 +124,13 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
             graph: g,
         };
         let types = facts.types()?;
-        if types.contains(&unece("SupplyChainEvent")) {
+        if types.contains(&event_class) {
             out.extend(event(&facts)?);
         }
-        if types.contains(&unece("Document")) {
+        if types.contains(&document_class) {
             out.extend(document(&facts)?);
         }
-        if types.contains(&dsn("SystemEvent")) {
+        if types.contains(&system_class) {
             out.extend(system_event(&facts)?);
         }
     }

@@ -509,19 +509,13 @@ async fn the_list_order_survives_a_restart() {
     let page = ok_json(trader.get(&node, &format!("{LIST}?limit=2")).await).await;
     let cursor = page["cursor"].as_str().unwrap().to_string();
     let node = node.restart().await;
-    let token = node
-        .login(
-            &trader.account.api_key,
-            &trader.account.email,
-            &trader.account.password,
-        )
-        .await;
-    let key = &trader.account.api_key;
-    let r = node.get_with_cookie(LIST, key, &token).await;
+    let trader = trader.logged_in_again(&node).await;
+    let (key, token) = (&trader.account.api_key, &trader.token);
+    let r = node.get_with_cookie(LIST, key, token).await;
     assert_eq!(ids(ok_json(r).await), before);
     // A cursor handed out before the restart still continues where it was.
     let r = node
-        .get_with_cookie(&format!("{LIST}?limit=2&cursor={cursor}"), key, &token)
+        .get_with_cookie(&format!("{LIST}?limit=2&cursor={cursor}"), key, token)
         .await;
     assert_eq!(ids(ok_json(r).await), vec!["R-2", "R-1"]);
 }
