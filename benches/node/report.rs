@@ -116,7 +116,7 @@ pub struct Measured {
     /// The aggregate through `/sparql`: p50 (ms) and rows; `None` with `--sparql-reads 0`.
     pub sparql: Option<(f64, usize)>,
     pub reads: Reads,
-    pub routed: Option<(Run, Run)>,
+    pub routed: Option<crate::routing::Routed>,
     pub rss: f64,
     /// Resident memory once the load finished (before the reads), and at the end.
     pub rss_loaded: f64,
@@ -194,18 +194,27 @@ fn inbox_figures(args: &Args, m: &Measured, raw: &Raw, table: &mut Table) {
                 .then_some((raw_name.as_str(), raw_per_s, raw_p50));
         table.inbox(name, run, baseline);
     }
-    if let Some((unrouted, run)) = &m.routed {
+    if let Some(routed) = &m.routed {
         table.compared(
             format!(
                 "Create p50 with {} policies ({} matching)",
                 args.policies, args.matching
             ),
-            run.p50,
+            routed.routed.p50,
             "ms",
             "Create p50, same time, a port no policy names",
-            unrouted.p50,
+            routed.unrouted.p50,
         );
-        table.add("  of which routing (mean)", run.route, "ms");
+        table.add("  of which routing (mean)", routed.routed.route, "ms");
+        let (p50, p99) = routed.agency_list;
+        table.compared(
+            "list page (limit 50) of the agency the Creates were routed to: p50",
+            p50,
+            "ms",
+            "own list page, first: p50",
+            m.reads.list_first,
+        );
+        table.add("list page of the agency: p99", p99, "ms");
     }
 }
 

@@ -10,7 +10,18 @@ use crate::cli::Args;
 use crate::client::Client;
 use crate::node::create_account;
 use crate::report::Table;
-use crate::stats::{run_of, Run};
+use crate::stats::{percentile, run_of, Run};
+
+/// What the routing phase measured.
+pub struct Routed {
+    /// Creates to a port no policy names.
+    pub unrouted: Run,
+    pub routed: Run,
+    /// p50 and p99 of the first list page (`limit=50`, the default scope `all`) of the border
+    /// agency the first matching policy names: rows shared with it, each checked for an own
+    /// copy of its identifier.
+    pub agency_list: (f64, f64),
+}
 
 /// Valid ISO 3166 codes other than the benchmark consignment's KE (entry) and BR (exit), and
 /// other than the countries of the fill-up's ports of entry (`client::PORTS`): until
@@ -65,20 +76,22 @@ fn policy(i: usize, matching: usize, assignee: &str, target: &str) -> Value {
     })
 }
 
-/// Stores `n` policies through the API (operator key + session) for 50 assignee organisations.
+/// Stores `n` policies through the API (operator key + session) for 50 assignee organisations;
+/// the seconds it took and the first assignee (the border agency of policy 0) as a client.
 async fn load_policies(
     client: &Client,
     base: &str,
     operator: &str,
     n: usize,
     matching: usize,
-) -> f64 {
+) -> (f64, Client) {
     // Only the first `matching` policies may match a fill-up consignment (see OTHER_COUNTRIES).
     assert!(crate::client::PORTS
         .iter()
         .all(|port| !OTHER_COUNTRIES.contains(&&port[..2])));
     let t = Instant::now();
     let mut orgs = Vec::new();
+    let mut agency = None;
     // New organisations on every run (a kept data dir already has a previous run's).
     let run = uuid::Uuid::new_v4().simple().to_string();
     for i in 0..50 {
@@ -89,7 +102,15 @@ async fn load_policies(
             &format!("agency{i}-{}@bench.example", &run[..8]),
         )
         .await;
-        orgs.push(created["organizationId"].as_str().unwrap().to_owned());
+        let org = created["organizationId"].as_str().unwrap().to_owned();
+        agency.get_or_insert_with(|| Client {
+            http: client.http.clone(),
+            url: client.url.clone(),
+            key: created["apiKey"].as_str().unwrap().to_owned(),
+            token: created["token"].as_str().unwrap().to_owned(),
+            org: org.clone(),
+        });
+        orgs.push(org);
     }
     // The node's own base URL (its ids), not the address it listens on.
     let target = format!(
@@ -114,20 +135,21 @@ async fn load_policies(
         let r = r.unwrap();
         assert_eq!(r.status(), 201, "{}", r.text().await.unwrap_or_default());
     }
-    t.elapsed().as_secs_f64()
+    (t.elapsed().as_secs_f64(), agency.unwrap())
 }
 
 /// Stores `--policies` policies, then measures Creates: the unrouted run (a port no policy
-/// names) and the routed one.
+/// names) and the routed one; then the list of the agency they were routed to.
 pub async fn routed_creates(
     client: &Client,
     base: &str,
     operator: &str,
     args: &Args,
     table: &mut Table,
-) -> (Run, Run) {
+) -> Routed {
     let n = (args.sequential / 2).max(1);
-    let seconds = load_policies(client, base, operator, args.policies, args.matching).await;
+    let (seconds, agency) =
+        load_policies(client, base, operator, args.policies, args.matching).await;
     table.add(
         format!("storing {} policies through HTTP", args.policies),
         seconds,
@@ -144,5 +166,15 @@ pub async fn routed_creates(
         unmatched.push(client.create_to_port(3_500_000 + i, "HKHKG").await);
     }
     let wall = t.elapsed() / 2;
-    (run_of(&unmatched, wall), run_of(&matched, wall))
+    let list = format!("{base}/supply-chain/data-space/consignments?limit=50");
+    let mut lat = Vec::new();
+    for _ in 0..args.reads {
+        lat.push(crate::reads::timed_get(&agency, &list).await.0);
+    }
+    lat.sort();
+    Routed {
+        unrouted: run_of(&unmatched, wall),
+        routed: run_of(&matched, wall),
+        agency_list: (percentile(&lat, 0.5), percentile(&lat, 0.99)),
+    }
 }

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, Term};
+use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, QuadRef, Term};
 
 use super::{graphs, Store};
 use crate::error::Result;
@@ -66,6 +66,31 @@ pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
     });
     found.truncate(MAX_MATCHES);
     Ok(found)
+}
+
+/// Whether `org` publishes a complete record whose globalId, identifier or aig id is `key`:
+/// the list's test for an own copy of a shared consignment, once per shared row of a page (a
+/// SPARQL evaluation each until 2026-11-26, `queries/consignment_by_key.rq`).
+pub fn owns(store: &Store, org: &NamedNode, key: &str) -> Result<bool> {
+    let db = store.db();
+    let index = graphs::consignment_index();
+    let graph = GraphNameRef::NamedNode(index.as_ref());
+    let key = literal(key);
+    let publisher = dsn("publisher");
+    for by in ["globalId", "identifier", "aigId"] {
+        let by = dsn(by);
+        for quad in db.quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph)) {
+            let NamedOrBlankNode::NamedNode(record) = quad?.subject else {
+                continue;
+            };
+            if db.contains(QuadRef::new(&record, &publisher, org, graph))?
+                && facts(store, record, graph)?.is_some()
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// The record's facts in one scan; `None` unless it has every fact a record is written with.
@@ -196,6 +221,41 @@ mod tests {
         assert_eq!(hexes(&by_any_id(&store, "aig:c3").unwrap()), ["c3"]);
         assert!(by_any_id(&store, "aig:d4").unwrap().is_empty());
         assert!(by_any_id(&store, "G-2").unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_organisation_owns_a_key_by_any_id_of_its_complete_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        record(
+            &store,
+            "a1",
+            (Some("G-1"), Some("ID-1")),
+            "2026-01-01T00:00:00.000Z",
+        );
+        record(
+            &store,
+            "b2",
+            (Some("G-2"), None),
+            "2026-01-01T00:00:00.000Z",
+        );
+        let org = |hex: &str| NamedNode::new_unchecked(format!("did:web:x:org:{hex}"));
+        for key in ["G-1", "ID-1", "aig:a1"] {
+            assert!(owns(&store, &org("a1"), key).unwrap(), "{key}");
+            assert!(
+                !owns(&store, &org("c3"), key).unwrap(),
+                "another publisher: {key}"
+            );
+        }
+        assert!(!owns(&store, &org("a1"), "G-2").unwrap());
+        assert!(
+            !owns(&store, &org("b2"), "G-2").unwrap(),
+            "an incomplete record"
+        );
+        assert!(
+            !owns(&store, &org("a1"), "a1").unwrap(),
+            "an aig id without its prefix"
+        );
     }
 
     #[test]

@@ -101,15 +101,8 @@ impl Views {
         };
         if dedupe {
             if let Some(identifier) = self.fact(&record, "identifier", &index)? {
-                let own = self.queries.select(
-                    &self.store,
-                    Query::ConsignmentByKey,
-                    &[
-                        ("org", NamedNode::new_unchecked(org).into()),
-                        ("key", literal(&identifier)),
-                    ],
-                )?;
-                if !own.is_empty() {
+                let org = NamedNode::new_unchecked(org);
+                if crate::store::index::owns(&self.store, &org, &identifier)? {
                     return Ok(None);
                 }
             }

@@ -52,7 +52,6 @@ use crate::documents::Documents;
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
 use crate::jsonld::{Compactor, Contexts};
-use crate::rdf::literal;
 use crate::rdf::text;
 use crate::sharing::Sharing;
 use crate::store::{graphs, Queries, Query, Store};
