@@ -54,27 +54,20 @@ pub struct Limits {
     pub max_memory_bytes: usize,
 }
 
-/// The bytes the allocator has handed out and not had back (small and mmapped chunks).
-fn heap_in_use() -> usize {
-    // SAFETY: mallinfo2 only reads the allocator's counters.
-    let info = unsafe { libc::mallinfo2() };
-    info.uordblks + info.hblkhd
-}
-
 /// A function the evaluator calls, as Oxigraph takes it.
 pub trait Custom: Fn(&[Term]) -> Option<Term> + Send + Sync + 'static {}
 impl<F: Fn(&[Term]) -> Option<Term> + Send + Sync + 'static> Custom for F {}
 
 /// The two guard functions for one evaluation: [`ALIVE`] and [`BOUNDED`].
 pub fn functions(token: CancellationToken, limits: Limits) -> (impl Custom, impl Custom) {
-    let start = heap_in_use();
+    let start = crate::store::memory::heap_in_use();
     let calls = AtomicU64::new(0);
     let alive = move |_: &[Term]| -> Option<Term> {
         if token.is_cancelled() {
             panic::panic_any(Abort::Cancelled);
         }
         if calls.fetch_add(1, Ordering::Relaxed) % MEMORY_EVERY == MEMORY_EVERY - 1
-            && heap_in_use().saturating_sub(start) > limits.max_memory_bytes
+            && crate::store::memory::heap_in_use().saturating_sub(start) > limits.max_memory_bytes
         {
             panic::panic_any(Abort::Memory {
                 limit: limits.max_memory_bytes,
