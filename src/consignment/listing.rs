@@ -103,6 +103,12 @@ impl Listing {
         map.get(org).is_some_and(|keys| keys.ids.contains(&bits))
     }
 
+    /// Does `org` have a consignment of its own?
+    pub fn holds_any(&self, org: &str) -> bool {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        map.get(org).is_some_and(|keys| !keys.order.is_empty())
+    }
+
     pub fn remove(&self, org: &str, key: &Key) {
         if let Some(keys) = self
             .by_org
@@ -238,10 +244,13 @@ mod tests {
         assert_eq!(id_bits("aig:0123"), None);
         assert_eq!(key(5, aig), Some((5, bits)));
         assert_eq!(key(5, "aig:0123"), None);
+        assert!(!l.holds_any("org"));
         l.insert("org", (5, bits));
         assert!(l.contains("org", bits));
         assert!(!l.contains("other", bits));
+        assert!(l.holds_any("org") && !l.holds_any("other"));
         l.remove("org", &(5, bits));
+        assert!(!l.holds_any("org"), "none left after the removal");
         assert!(!l.contains("org", bits));
     }
 }

@@ -29,6 +29,9 @@ impl Views {
             }
             None => None,
         };
+        // Shared rows under `all` give way to the caller's own copy of their identifier; a
+        // caller with no consignment of its own (most border agencies) has none to look up.
+        let dedupe = scope == Scope::All && self.listing.holds_any(org);
         let mut rows = Vec::with_capacity(limit);
         let mut last = None;
         let mut more = false;
@@ -55,7 +58,7 @@ impl Views {
                 let row = if own {
                     self.summary_row_of(org, &aig)?.map(Item::Ready)
                 } else {
-                    self.shared_row(org, &aig, scope == Scope::All)?
+                    self.shared_row(org, &aig, dedupe)?
                 };
                 let Some(row) = row else { continue };
                 if rows.len() == limit {
