@@ -43,9 +43,10 @@ impl Intake {
     }
 
     /// The log entry `log` in `graph` as the transaction sees it: whether a post was applied
-    /// already. Every post asks this under the writer lock, so it is one quad pattern rather
-    /// than `queries/activity_log_entry.rq` (a SPARQL evaluation plans the query and
-    /// internalises its constants each time: ~0.3 ms, most of what this look-up cost).
+    /// already. Every post asks this under the writer lock: one quad pattern rather than
+    /// `queries/activity_log_entry.rq`, whose evaluation plans the query and internalises its
+    /// constants each time for the one fact needed here (the Create's p50 did not move
+    /// measurably either way: docs/PERFORMANCE.md, "Allocator").
     pub(super) fn entry_in(
         &self,
         tx: &Transaction<'_>,
