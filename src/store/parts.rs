@@ -9,7 +9,7 @@
 //! far less often.
 
 use oxigraph::model::vocab::rdf;
-use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, Term};
+use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, QuadRef, Term};
 
 use super::Store;
 use crate::error::Result;
@@ -74,19 +74,15 @@ impl Facts<'_> {
         Ok(self.get(name)?.is_some())
     }
 
-    fn types(&self) -> Result<Vec<NamedNode>> {
-        let mut out = Vec::new();
-        for quad in self.store.db().quads_for_pattern(
-            Some(self.node.as_ref()),
-            Some(rdf::TYPE),
-            None,
-            Some(self.graph),
-        ) {
-            if let Term::NamedNode(t) = quad?.object {
-                out.push(t);
-            }
-        }
-        Ok(out)
+    /// Whether the node has the type `class`: a membership test, which decodes nothing (a
+    /// scan of its types decodes subject, predicate, class and graph of each).
+    fn is_a(&self, class: &NamedNode) -> Result<bool> {
+        Ok(self.store.db().contains(QuadRef::new(
+            &self.node,
+            rdf::TYPE,
+            class,
+            self.graph,
+        ))?)
     }
 }
 
@@ -123,14 +119,13 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
             node: quad?.subject,
             graph: g,
         };
-        let types = facts.types()?;
-        if types.contains(&event_class) {
+        if facts.is_a(&event_class)? {
             out.extend(event(&facts)?);
         }
-        if types.contains(&document_class) {
+        if facts.is_a(&document_class)? {
             out.extend(document(&facts)?);
         }
-        if types.contains(&system_class) {
+        if facts.is_a(&system_class)? {
             out.extend(system_event(&facts)?);
         }
     }
