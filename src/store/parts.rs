@@ -77,12 +77,10 @@ impl Facts<'_> {
     /// Whether the node has the type `class`: a membership test, which decodes nothing (a
     /// scan of its types decodes subject, predicate, class and graph of each).
     fn is_a(&self, class: &NamedNode) -> Result<bool> {
-        Ok(self.store.db().contains(QuadRef::new(
-            &self.node,
-            rdf::TYPE,
-            class,
-            self.graph,
-        ))?)
+        Ok(self
+            .store
+            .db()
+            .contains(QuadRef::new(&self.node, rdf::TYPE, class, self.graph))?)
     }
 }
 
