@@ -39,20 +39,10 @@ pub struct Indexed {
 /// Every complete record whose globalId, identifier or aig id (`aig:<hex>`) is `key`, once
 /// each, newest first (ties by aig id), at most [`MAX_MATCHES`].
 pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
-    let db = store.db();
     let index = graphs::consignment_index();
     let graph = GraphNameRef::NamedNode(index.as_ref());
-    let key = literal(key);
     // A set: many publishers may share an id, and one record may match it twice.
-    let mut records: HashSet<NamedNode> = HashSet::new();
-    for by in ["globalId", "identifier", "aigId"] {
-        let by = dsn(by);
-        for quad in db.quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph)) {
-            if let NamedOrBlankNode::NamedNode(record) = quad?.subject {
-                records.insert(record);
-            }
-        }
-    }
+    let records: HashSet<NamedNode> = named_by(store, key, graph)?.into_iter().collect();
     let mut found = Vec::with_capacity(records.len());
     for record in records {
         if let Some(entry) = facts(store, record, graph)? {
@@ -70,27 +60,41 @@ pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
 
 /// Whether `org` publishes a complete record whose globalId, identifier or aig id is `key`:
 /// the list's test for an own copy of a shared consignment, once per shared row of a page (a
-/// SPARQL evaluation each until 2026-11-26, `queries/consignment_by_key.rq`).
+/// SPARQL evaluation each until 2026-11-26, `queries/consignment_by_key.rq`). Not
+/// [`by_any_id`]: that one keeps only the newest [`MAX_MATCHES`] publishers of a key.
 pub fn owns(store: &Store, org: &NamedNode, key: &str) -> Result<bool> {
-    let db = store.db();
     let index = graphs::consignment_index();
     let graph = GraphNameRef::NamedNode(index.as_ref());
-    let key = literal(key);
     let publisher = dsn("publisher");
-    for by in ["globalId", "identifier", "aigId"] {
-        let by = dsn(by);
-        for quad in db.quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph)) {
-            let NamedOrBlankNode::NamedNode(record) = quad?.subject else {
-                continue;
-            };
-            if db.contains(QuadRef::new(&record, &publisher, org, graph))?
-                && facts(store, record, graph)?.is_some()
-            {
-                return Ok(true);
-            }
+    for record in named_by(store, key, graph)? {
+        if store
+            .db()
+            .contains(QuadRef::new(&record, &publisher, org, graph))?
+            && facts(store, record, graph)?.is_some()
+        {
+            return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// The records of the index whose globalId, identifier or aig id is `key` (one may come twice).
+fn named_by(store: &Store, key: &str, graph: GraphNameRef<'_>) -> Result<Vec<NamedNode>> {
+    let key = literal(key);
+    let mut records = Vec::new();
+    for by in ["globalId", "identifier", "aigId"] {
+        let by = dsn(by);
+        let matches =
+            store
+                .db()
+                .quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph));
+        for quad in matches {
+            if let NamedOrBlankNode::NamedNode(record) = quad?.subject {
+                records.push(record);
+            }
+        }
+    }
+    Ok(records)
 }
 
 /// The record's facts in one scan; `None` unless it has every fact a record is written with.

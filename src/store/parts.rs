@@ -51,7 +51,11 @@ struct Facts<'a> {
     graph: GraphNameRef<'a>,
 }
 
-impl Facts<'_> {
+impl<'a> Facts<'a> {
+    fn of(store: &'a Store, node: NamedOrBlankNode, graph: GraphNameRef<'a>) -> Self {
+        Facts { store, node, graph }
+    }
+
     /// The first value of `dsn:<name>`: a literal's value or an IRI.
     fn get(&self, name: &str) -> Result<Option<String>> {
         let p = dsn(name);
@@ -94,12 +98,7 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
         .db()
         .quads_for_pattern(None, Some(summarizes.as_ref()), Some(object), Some(g))
     {
-        let facts = Facts {
-            store,
-            node: quad?.subject,
-            graph: g,
-        };
-        out.extend(summary(&facts)?);
+        out.extend(summary(&Facts::of(store, quad?.subject, g))?);
     }
     let consignment = dsn("consignment");
     let (event_class, document_class, system_class) = (
@@ -112,11 +111,7 @@ pub fn parts(store: &Store, graph: &NamedNode, record: &NamedNode) -> Result<Vec
             .db()
             .quads_for_pattern(None, Some(consignment.as_ref()), Some(object), Some(g))
     {
-        let facts = Facts {
-            store,
-            node: quad?.subject,
-            graph: g,
-        };
+        let facts = Facts::of(store, quad?.subject, g);
         if facts.is_a(&event_class)? {
             out.extend(event(&facts)?);
         }
@@ -160,8 +155,12 @@ fn event(facts: &Facts<'_>) -> Result<Option<PartRow>> {
     }))
 }
 
-/// A document's revision, unless a newer one superseded it.
+/// A document's revision, unless a newer one superseded it (asked first: every earlier
+/// revision of a document is one, and its payload need not be read).
 fn document(facts: &Facts<'_>) -> Result<Option<PartRow>> {
+    if facts.has("supersededBy")? {
+        return Ok(None);
+    }
     let (Some(payload), Some(contributor), Some(at)) = (
         facts.get("payload")?,
         facts.get("contributor")?,
@@ -169,9 +168,6 @@ fn document(facts: &Facts<'_>) -> Result<Option<PartRow>> {
     ) else {
         return Ok(None);
     };
-    if facts.has("supersededBy")? {
-        return Ok(None);
-    }
     Ok(Some(PartRow {
         kind: Some(Kind::Document),
         node: iri(&facts.node),
