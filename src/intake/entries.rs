@@ -2,80 +2,61 @@
 //! entry), written, and removed before a failed one is written anew.
 
 use oxigraph::model::vocab::rdf;
-use oxigraph::model::{GraphName, GraphNameRef, NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
 use super::apply::{date_literal, json_literal, remove_quads};
 use super::log::Entry;
 use super::Intake;
 use crate::error::{Error, Result};
-use crate::rdf::{literal, text};
+use crate::rdf::literal;
+use crate::store::activities::{self, QuadSource};
 use crate::store::graphs;
-use crate::store::Query;
 use crate::vocab::dsn;
 
 impl Intake {
-    /// The caller organisation's log entry `id`, if any. Blocking.
+    /// The caller organisation's log entry `id`, if any, with the node's attestation of the
+    /// activity it applied (none for a failed one). Blocking. Quad patterns, not SPARQL: every
+    /// post asks this before its transaction (a replay is answered with the entry), and an
+    /// evaluation plans the query and internalises its constants each time for two facts.
     pub fn entry(&self, org: &str, id: &str) -> Result<Option<Entry>> {
         if id.len() != 32 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
             return Ok(None);
         }
-        let rows = self.queries.select(
-            &self.store,
-            Query::ActivityLogEntry,
-            &[
-                ("graph", graphs::activities(org).into()),
-                ("log", graphs::minted("activity-log", id).into()),
-            ],
-        )?;
-        let Some(first) = rows.first() else {
+        let graph = graphs::activities(org);
+        let Some(mut entry) =
+            entry_in(self.store.db(), &graph, &graphs::minted("activity-log", id))?
+        else {
             return Ok(None);
         };
-        let mut entry = entry_of(first)?;
-        entry.attestation = rows
-            .iter()
-            .filter_map(|r| text(r, "attestation"))
-            .find(|jws| {
-                crate::store::activities::claims(jws)
-                    .is_some_and(|claims| claims.get("jti").and_then(|j| j.as_str()) == Some(id))
-            });
+        // An activity node the caller named twice holds two credentials: the one issued for
+        // this entry (its `jti`) is the entry's.
+        entry.attestation = activities::credential_of(&self.store, &graph, id)?;
         Ok(Some(entry))
-    }
-
-    /// The log entry `log` in `graph` as the transaction sees it: whether a post was applied
-    /// already. Every post asks this under the writer lock: one quad pattern rather than
-    /// `queries/activity_log_entry.rq`, whose evaluation plans the query and internalises its
-    /// constants each time for the one fact needed here (the Create's p50 did not move
-    /// measurably either way: docs/PERFORMANCE.md, "Allocator").
-    pub(super) fn entry_in(
-        &self,
-        tx: &Transaction<'_>,
-        graph: &NamedNode,
-        log: &NamedNode,
-    ) -> Result<Option<Entry>> {
-        let json = dsn("entryJson");
-        let graph = GraphNameRef::NamedNode(graph.as_ref());
-        for quad in tx.quads_for_pattern(
-            Some(log.as_ref().into()),
-            Some(json.as_ref()),
-            None,
-            Some(graph),
-        ) {
-            if let Term::Literal(l) = quad?.object {
-                return serde_json::from_str(l.value())
-                    .map(Some)
-                    .map_err(Error::internal);
-            }
-        }
-        Ok(None)
     }
 }
 
-fn entry_of(row: &oxigraph::sparql::QuerySolution) -> Result<Entry> {
-    match row.get("entry") {
-        Some(Term::Literal(l)) => serde_json::from_str(l.value()).map_err(Error::internal),
-        _ => Err(Error::internal("log entry without JSON")),
+/// The log entry `log` in `graph` as `source` (the store, or a transaction under the writer
+/// lock: whether a post was applied already) sees it.
+pub(super) fn entry_in(
+    source: &impl QuadSource,
+    graph: &NamedNode,
+    log: &NamedNode,
+) -> Result<Option<Entry>> {
+    let json = dsn("entryJson");
+    for quad in source.matching(
+        Some(log.as_ref().into()),
+        json.as_ref(),
+        None,
+        graph.as_ref(),
+    )? {
+        if let Term::Literal(l) = quad.object {
+            return serde_json::from_str(l.value())
+                .map(Some)
+                .map_err(Error::internal);
+        }
     }
+    Ok(None)
 }
 
 /// Removes a (failed) log entry before it is written anew.

@@ -115,7 +115,7 @@ impl Intake {
         // within one millisecond, and across restarts (the time is stored).
         let now = self.store.stamp();
         // Checked again under the writer lock: two identical posts racing apply once.
-        let previous = self.entry_in(tx, &activities_graph, &log_node)?;
+        let previous = super::entries::entry_in(&*tx, &activities_graph, &log_node)?;
         if let Some(existing) = previous.as_ref().filter(|e| !e.failed()) {
             return Ok((existing.clone(), false));
         }

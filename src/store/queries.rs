@@ -45,7 +45,6 @@ queries! {
     OrganizationUsers => "organization_users",
     ConsignmentByKey => "consignment_by_key",
     ConsignmentSharedByKey => "consignment_shared_by_key",
-    ActivityLogEntry => "activity_log_entry",
     ConsignmentRecords => "consignment_records",
     ConsignmentSummary => "consignment_summary",
     DocumentsPage => "documents_page",
