@@ -16,6 +16,7 @@ mod report;
 mod routing;
 mod sparql;
 mod stats;
+mod written;
 
 use std::path::Path;
 use std::sync::Arc;
