@@ -16,18 +16,19 @@ use std::time::{Duration, Instant};
 
 use dataspace_node::store::graphs;
 use dataspace_node::vocab::dsn;
+use oxigraph::model::vocab::rdf;
 use oxigraph::model::{
     BlankNode, GraphName, Literal, NamedNode, NamedOrBlankNode, NamedOrBlankNodeRef, Quad, Term,
 };
 
 /// The quads the Create of one of `org`'s consignments wrote, as stored: the first consignment
-/// found that nothing happened to after its Create (one activity names it). Empty when none.
+/// found that nothing happened to after its Create (its graph holds one system event). Empty
+/// when none.
 pub fn of_a_create(dir: &Path, org: &str) -> Vec<Quad> {
     let store = dataspace_node::store::Store::open_read_only(&dir.join("store")).unwrap();
     let db = store.db();
-    let (publisher, link) = (dsn("publisher"), dsn("consignment"));
+    let publisher = dsn("publisher");
     let org_term = Term::NamedNode(NamedNode::new_unchecked(org));
-    let activities = graphs::activities(org);
     let index = graphs::consignment_index();
     let records = db.quads_for_pattern(
         None,
@@ -35,20 +36,25 @@ pub fn of_a_create(dir: &Path, org: &str) -> Vec<Quad> {
         Some(org_term.as_ref()),
         Some(index.as_ref().into()),
     );
+    let system_event = Term::NamedNode(dsn("SystemEvent"));
     for record in records.take(10_000) {
-        let record = Term::from(record.unwrap().subject);
-        let named = db
+        let NamedOrBlankNode::NamedNode(record) = record.unwrap().subject else {
+            continue;
+        };
+        let Some(hex) = graphs::consignment_hex(record.as_str()) else {
+            continue;
+        };
+        let graph = graphs::contribution(hex, org);
+        let revisions = db
             .quads_for_pattern(
                 None,
-                Some(link.as_ref()),
-                Some(record.as_ref()),
-                Some(activities.as_ref().into()),
+                Some(rdf::TYPE),
+                Some(system_event.as_ref()),
+                Some(graph.as_ref().into()),
             )
             .count();
-        if let (1, Term::NamedNode(n)) = (named, &record) {
-            if let Some(hex) = graphs::consignment_hex(n.as_str()) {
-                return of_create(db, org, hex);
-            }
+        if revisions == 1 {
+            return of_create(db, org, hex);
         }
     }
     Vec::new()
@@ -78,31 +84,22 @@ fn of_create(db: &oxigraph::store::Store, org: &str, hex: &str) -> Vec<Quad> {
         None,
         &graphs::consignment_index(),
     ));
+    // The activity and its log entry: the entry the summary names, and what names it.
     let activities = graphs::activities(org);
-    let record_term = Term::NamedNode(record.clone());
+    let entry_link = dsn("logEntry");
+    let summary = graphs::summary(hex);
     for link in all(
+        Some(summary.as_ref().into()),
+        Some(&entry_link),
         None,
-        Some(&dsn("consignment")),
-        Some(&record_term),
-        &activities,
+        &graph,
     ) {
-        let mut todo = vec![link.subject.clone()];
-        let mut seen = BTreeSet::new();
-        while let Some(subject) = todo.pop() {
-            if !seen.insert(subject.to_string()) {
-                continue;
-            }
-            for q in all(Some(subject.as_ref()), None, None, &activities) {
-                // The log entry, and the activity's own blank nodes (actor, registeredId).
-                match &q.object {
-                    Term::BlankNode(b) => todo.push(b.clone().into()),
-                    Term::NamedNode(n) if q.predicate == dsn("logEntry") => {
-                        todo.push(n.clone().into())
-                    }
-                    _ => {}
-                }
-                out.push(q);
-            }
+        let Term::NamedNode(entry) = &link.object else {
+            continue;
+        };
+        out.extend(all(Some(entry.as_ref().into()), None, None, &activities));
+        for named in all(None, Some(&entry_link), Some(&link.object), &activities) {
+            out.extend(all(Some(named.subject.as_ref()), None, None, &activities));
         }
     }
     let markers = graphs::readable(org);

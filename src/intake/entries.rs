@@ -5,11 +5,10 @@ use oxigraph::model::vocab::rdf;
 use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
-use super::apply::{date_literal, json_literal, remove_quads};
+use super::apply::{json_literal, remove_quads};
 use super::log::Entry;
 use super::Intake;
 use crate::error::{Error, Result};
-use crate::rdf::literal;
 use crate::store::activities::{self, QuadSource};
 use crate::store::graphs;
 use crate::vocab::dsn;
@@ -77,20 +76,10 @@ pub(super) fn write_entry(
 ) -> Result<()> {
     let g = GraphName::NamedNode(graph.clone());
     let json = serde_json::to_value(entry).map_err(Error::internal)?;
+    // The entry's status and date are in its JSON, the one thing its reads use (until
+    // 2026-11-26 also written as `dsn:status` and `dsn:dateCreated`, which nothing read).
     let quads = [
         Quad::new(log.clone(), rdf::TYPE, dsn("ActivityLogEntry"), g.clone()),
-        Quad::new(
-            log.clone(),
-            dsn("status"),
-            literal(&entry.status),
-            g.clone(),
-        ),
-        Quad::new(
-            log.clone(),
-            dsn("dateCreated"),
-            date_literal(&entry.date_created),
-            g.clone(),
-        ),
         Quad::new(log.clone(), dsn("entryJson"), json_literal(&json), g),
     ];
     for q in &quads {

@@ -583,6 +583,53 @@ async fn update_replaces_the_description_and_keeps_events() {
     assert_eq!(system, vec!["code=ADD", "code=CREATE", "code=UPDATE"]);
 }
 
+/// An organisation's activity graph keeps, per activity, what a read needs — its type, the
+/// credential, the link to its log entry, the payload (which holds the rest of the activity) —
+/// and per log entry its type and JSON: no actor, object, target, generator, hash, consignment
+/// link, status or date written as quads besides.
+#[tokio::test]
+async fn the_activity_graph_keeps_only_what_reads_need() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    trader.publish_example(&node, "add-event").await;
+    trader.publish_example(&node, "update-consignment").await;
+    let dir = node.data_dir();
+    let _guard = node.stop().await;
+    let per_predicate = select(
+        &dir,
+        "SELECT ?p (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } \
+         FILTER(STRSTARTS(STR(?g), \"urn:dataspace-node:activities:\")) } GROUP BY ?p",
+    );
+    let dsn = |l: &str| format!("p=<https://w3id.org/dataspace-node/ns#{l}>");
+    let mut expected = vec![
+        format!("{} n=3", dsn("entryJson")),
+        format!("{} n=3", dsn("logEntry")),
+        format!("{} n=3", dsn("payload")),
+        format!("{} n=3", dsn("trustCredential")),
+        "p=<http://www.w3.org/1999/02/22-rdf-syntax-ns#type> n=6".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(per_predicate, expected);
+    let types = select(
+        &dir,
+        "SELECT ?t WHERE { GRAPH ?g { ?s a ?t } \
+         FILTER(STRSTARTS(STR(?g), \"urn:dataspace-node:activities:\")) }",
+    );
+    let as_ = |l: &str| format!("t=<https://www.w3.org/ns/activitystreams#{l}>");
+    let entry = "t=<https://w3id.org/dataspace-node/ns#ActivityLogEntry>".to_owned();
+    let mut expected = vec![
+        as_("Add"),
+        as_("Create"),
+        as_("Update"),
+        entry.clone(),
+        entry.clone(),
+        entry,
+    ];
+    expected.sort();
+    assert_eq!(types, expected);
+}
+
 #[tokio::test]
 async fn ports_follow_the_derivation_rules() {
     let node = TestNode::start().await;

@@ -1,6 +1,12 @@
-//! The activity as the organisation's activity graph keeps it: its own triples, the generator
-//! and trust credential the node injects, and the payload with both.
+//! The activity as the organisation's activity graph keeps it: its type, the trust credential
+//! the node issues, the link to its log entry (how every read finds it: the summary and each
+//! revision name the entry), and the payload as sent with the generator and credential
+//! injected. Only what a read needs: the activity's other triples (actor, object, target), the
+//! generator, the activity's hash and a link to its consignment were written as quads too until
+//! 2026-11-26, and nothing read them — the payload holds the activity whole, and the
+//! credential's claims name the actor, the hash and the consignment.
 
+use oxigraph::model::vocab::rdf;
 use oxigraph::model::{NamedNode, NamedOrBlankNode, Triple};
 use serde_json::{json, Value};
 
@@ -42,11 +48,10 @@ impl Apply<'_> {
         stored.insert("generator".into(), json!(node_did));
         stored.insert("trustCredential".into(), json!(credential));
         let act = activity_subject(rest, self.activity_root);
-        w.triples(rest, &g);
         w.add(
             act.clone(),
-            NamedNode::new_unchecked(format!("{AS}generator")),
-            NamedNode::new_unchecked(&node_did),
+            rdf::TYPE.into_owned(),
+            NamedNode::new_unchecked(format!("{AS}{}", self.activity.kind.as_str())),
             &g,
         );
         w.add(
@@ -55,13 +60,6 @@ impl Apply<'_> {
             literal(&credential),
             &g,
         );
-        w.add(
-            act.clone(),
-            dsn("activityHash"),
-            literal(self.activity_hash),
-            &g,
-        );
-        w.add(act.clone(), dsn("consignment"), record.node(), &g);
         w.add(
             act.clone(),
             dsn("logEntry"),

@@ -43,7 +43,7 @@ use crate::sharing::Sharing;
 use crate::store::bulk::DeferredCell;
 use crate::store::{Events, Queries};
 
-pub(super) use writer::{date_literal, json_literal, remove_quads};
+pub(super) use writer::{json_literal, remove_quads};
 
 pub struct Apply<'a> {
     pub caller: &'a Caller,
