@@ -5,7 +5,8 @@
 //! (one attempt per backoff, not one per notice: a partner down for long would otherwise be sent
 //! a request, and the log a warning, for each of thousands of notices every minute). Only the
 //! notices' ids wait in memory; each is read from the store when it is sent, and picked up again
-//! from there after a restart. Delivered notices are removed.
+//! from there after a restart, in commit order (by the time each was queued). Delivered notices
+//! are removed.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -89,7 +90,11 @@ impl Outbox {
         }
     }
 
-    /// The receiver and id of every undelivered notice in the store. Blocking.
+    /// The receiver and id of every undelivered notice in the store, in the order they were
+    /// committed. Blocking. The store returns them in the order of their ids' hashes; each
+    /// notice's `published` is the time of the inbox write that queued it — strictly increasing
+    /// from one write to the next (`Store::stamp`) — so sorting by it gives each receiver its
+    /// notices in commit order again (routing notifies an organisation once per write).
     fn pending(store: &Store) -> Result<Vec<(String, String)>> {
         let p = dsn("outboxNotice");
         let mut out = Vec::new();
@@ -99,12 +104,18 @@ impl Outbox {
         {
             if let Term::Literal(l) = q?.object {
                 match serde_json::from_str::<Notice>(l.value()) {
-                    Ok(n) => out.push((n.to, n.id)),
+                    Ok(n) => {
+                        let published = n.body["published"]
+                            .as_str()
+                            .and_then(|d| chrono::DateTime::parse_from_rfc3339(d).ok());
+                        out.push((published, n.to, n.id));
+                    }
                     Err(e) => tracing::error!(error = %e, "unreadable outbox notice skipped"),
                 }
             }
         }
-        Ok(out)
+        out.sort();
+        Ok(out.into_iter().map(|(_, to, id)| (to, id)).collect())
     }
 
     /// The stored notice `id`, unless it is gone. Blocking.

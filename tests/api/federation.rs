@@ -387,10 +387,18 @@ async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
         )
         .await;
     let b_halted = b.halt().await;
-    trader
-        .publish(&a, &as_org(example("create-consignment"), trader.org()))
-        .await;
-    // A restarts while B is still down: the notice is kept in A's store.
+    // Several, so that their order after the restart is checked too: A's store returns the
+    // waiting notices in the order of their ids' hashes, not the order they were queued in.
+    let mut expected = Vec::new();
+    for n in 1..=6 {
+        let activity = consignment_at(trader.org(), n, "KEMBA", "2026-12-24T06:00:00Z");
+        expected.insert(
+            0,
+            activity["object"]["globalId"].as_str().unwrap().to_owned(),
+        );
+        assert_completed(&trader.publish(&a, &activity).await);
+    }
+    // A restarts while B is still down: the notices are kept in A's store.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let a = TestNode::start_again(a.halt().await).await;
     let b = TestNode::start_again(b_halted).await;
@@ -399,8 +407,11 @@ async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
     })
     .await;
     assert_eq!(note["provider"], trader.org());
+    // Every one, in the order A's trader published them.
+    let at_b = eventually("B told of all six", || shared_ids(&agency, &b, 6)).await;
+    assert_eq!(at_b, expected);
     let list = get_json(&agency, &b, LIST).await;
-    assert_eq!(list["entities"].as_array().unwrap().len(), 1, "{list:#}");
+    assert_eq!(list["entities"].as_array().unwrap().len(), 6, "{list:#}");
     drop(a);
 }
 
