@@ -8,7 +8,8 @@
 //! The older floor, the example's expansion padded with short quads, stays in the table: its
 //! strings of 16 bytes or less are inlined in Oxigraph's keys, while the node's IRIs and
 //! literals are longer and each is also written to `id2str`, so it understated the cost of
-//! the node's quads (2.2–2.6 ms against 1.8–2.0 ms per insert in the same runs, 2026-11-26).
+//! the node's quads (padding with IRIs as long as the node's raised it from 1.8–2.0 ms to
+//! 2.2–2.4 ms per insert in alternating runs, 2026-11-26).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -157,8 +158,7 @@ fn tokens(quads: &[Quad]) -> Vec<String> {
     out
 }
 
-/// `text` with every token replaced by copy `i`'s (the same length: the last 12 characters
-/// become `i` and the token's position in hex).
+/// `text` with every token replaced by its copy's.
 fn relabel(text: &str, tokens: &[(String, String)]) -> String {
     let mut out = text.to_owned();
     for (from, to) in tokens {
@@ -169,6 +169,8 @@ fn relabel(text: &str, tokens: &[(String, String)]) -> String {
     out
 }
 
+/// Copy `i` of `quads`: each token's last 12 characters become `i` and the token's position
+/// (hex), so lengths stay; blank nodes fresh.
 fn copy_of(quads: &[Quad], tokens: &[String], i: usize) -> Vec<Quad> {
     let pairs: Vec<(String, String)> = tokens
         .iter()
