@@ -85,8 +85,9 @@ impl Intake {
             .commit(|tx, events| self.write(&pending, tx, events, Failures::Logged))?;
         timings.store = t.elapsed();
         timings.route = events.routing;
-        // As a later GET of the entry (or a replay) answers: with the node's attestation.
-        if !entry.failed() {
+        // As a later GET of the entry (or a replay) answers: with the node's attestation — the
+        // one just issued, or, for an identical post applied meanwhile, the stored one.
+        if !entry.failed() && entry.attestation.is_none() {
             let graph = crate::store::graphs::activities(&caller.organization);
             entry.attestation =
                 crate::store::activities::credential_of(&self.store, &graph, &entry.id)?;
@@ -120,13 +121,13 @@ impl Intake {
             return Ok((existing.clone(), false));
         }
         let now = crate::consignment::format_millis(now);
-        let outcome = self.apply(pending, tx, events, &now)?;
+        let (outcome, issued) = self.apply(pending, tx, events, &now)?;
         let failed = outcome.is_err();
         if failed {
             // The task failed: nothing but its log entry counts (and not even that for a load).
             events.clear();
         }
-        let entry = Entry::new(
+        let mut entry = Entry::new(
             p.entry_id.clone(),
             self.identity.node_did(),
             pending.started_at.to_owned(),
@@ -141,23 +142,26 @@ impl Intake {
             remove_entry(tx, &activities_graph, &log_node)?;
         }
         write_entry(tx, &activities_graph, &log_node, &entry)?;
+        // Never stored in the entry's JSON: a read takes it from the activity (`entry`).
+        entry.attestation = issued.filter(|_| !failed);
         Ok((entry, true))
     }
 
-    /// The task's outcome: the statements written, or why nothing was.
+    /// The task's outcome (the statements written, or why nothing was) and the trust
+    /// credential issued for the activity, if it was applied.
     fn apply(
         &self,
         pending: &Pending<'_>,
         tx: &mut Transaction<'_>,
         events: &mut Events,
         now: &str,
-    ) -> Result<std::result::Result<i64, TaskError>> {
+    ) -> Result<(std::result::Result<i64, TaskError>, Option<String>)> {
         let p = pending.prepared;
         if !p.failures.is_empty() {
-            return Ok(Err(TaskError::validation(&p.failures)));
+            return Ok((Err(TaskError::validation(&p.failures)), None));
         }
         if let Some(Err(message)) = pending.content {
-            return Ok(Err(TaskError::document(message.clone())));
+            return Ok((Err(TaskError::document(message.clone())), None));
         }
         let apply = Apply {
             caller: pending.caller,
@@ -177,8 +181,10 @@ impl Intake {
             attestor: self.documents.attestor(),
             now,
             deferred: pending.deferred,
+            issued: Default::default(),
         };
-        apply.run(tx, events)
+        let outcome = apply.run(tx, events)?;
+        Ok((outcome, apply.issued.into_inner()))
     }
 
     /// A document's content, taken before the transaction so that its blob is durable before

@@ -461,6 +461,8 @@ async fn each_revision_is_attested_with_the_key_of_the_node_did_document() {
     )
     .await;
     let jws = logged["attestation"].as_str().unwrap().to_owned();
+    // The inbox answered with the same attestation it stored.
+    assert_eq!(entry["attestation"], jws.as_str());
     let entries = get_json(&trader, &node, &history(GLOBAL_ID)).await;
     assert_eq!(entries["entities"][0]["attestation"], jws.as_str());
 

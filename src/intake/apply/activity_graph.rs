@@ -47,6 +47,7 @@ impl Apply<'_> {
         }
         stored.insert("generator".into(), json!(node_did));
         stored.insert("trustCredential".into(), json!(credential));
+        *self.issued.borrow_mut() = Some(credential.clone());
         let act = activity_subject(rest, self.activity_root);
         w.add(
             act.clone(),

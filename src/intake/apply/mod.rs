@@ -67,6 +67,9 @@ pub struct Apply<'a> {
     pub now: &'a str,
     /// Where a bulk load's `Create` defers its new contribution graph (`store::bulk`).
     pub deferred: Option<&'a DeferredCell>,
+    /// The trust credential issued for the activity, once written: the inbox answers with it
+    /// without reading it back after the commit.
+    pub issued: std::cell::RefCell<Option<String>>,
 }
 
 impl Apply<'_> {
