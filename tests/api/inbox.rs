@@ -553,15 +553,21 @@ fn select(dir: &std::path::Path, query: &str) -> Vec<String> {
 
 const DSN: &str = "PREFIX dsn: <https://w3id.org/dataspace-node/ns#> PREFIX unece: <https://vocabulary.uncefact.org/>";
 
-#[tokio::test]
-async fn update_replaces_the_description_and_keeps_events() {
+/// A stopped node's data dir after a Create, an event Add and an Update of the examples (and
+/// the guard that keeps it).
+async fn created_added_updated() -> (std::path::PathBuf, tempfile::TempDir) {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     trader.publish_example(&node, "create-consignment").await;
     trader.publish_example(&node, "add-event").await;
     trader.publish_example(&node, "update-consignment").await;
     let dir = node.data_dir();
-    let _guard = node.stop().await;
+    (dir, node.stop().await)
+}
+
+#[tokio::test]
+async fn update_replaces_the_description_and_keeps_events() {
+    let (dir, _guard) = created_added_updated().await;
     let ports = select(&dir, &format!(
         "{DSN} SELECT ?entry ?entryCountry ?exit WHERE {{ GRAPH ?g {{ ?s dsn:portOfEntryCode ?entry ; dsn:portOfEntryCountry ?entryCountry ; dsn:portOfExitCode ?exit }} }}"));
     assert_eq!(ports, vec!["entry=TZDAR entryCountry=TZ exit=BRSSZ"]);
@@ -589,13 +595,7 @@ async fn update_replaces_the_description_and_keeps_events() {
 /// link, status or date written as quads besides.
 #[tokio::test]
 async fn the_activity_graph_keeps_only_what_reads_need() {
-    let node = TestNode::start().await;
-    let trader = Session::new(&node, "trader@forwarder.example").await;
-    trader.publish_example(&node, "create-consignment").await;
-    trader.publish_example(&node, "add-event").await;
-    trader.publish_example(&node, "update-consignment").await;
-    let dir = node.data_dir();
-    let _guard = node.stop().await;
+    let (dir, _guard) = created_added_updated().await;
     let per_predicate = select(
         &dir,
         "SELECT ?p (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } \
