@@ -389,15 +389,7 @@ async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
     let b_halted = b.halt().await;
     // Several, so that their order after the restart is checked too: A's store returns the
     // waiting notices in the order of their ids' hashes, not the order they were queued in.
-    let mut expected = Vec::new();
-    for n in 1..=6 {
-        let activity = consignment_at(trader.org(), n, "KEMBA", "2026-12-24T06:00:00Z");
-        expected.insert(
-            0,
-            activity["object"]["globalId"].as_str().unwrap().to_owned(),
-        );
-        assert_completed(&trader.publish(&a, &activity).await);
-    }
+    let expected = publish_to_mombasa(&trader, &a, 6).await;
     // A restarts while B is still down: the notices are kept in A's store.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let a = TestNode::start_again(a.halt().await).await;
@@ -413,6 +405,21 @@ async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
     let list = get_json(&agency, &b, LIST).await;
     assert_eq!(list["entities"].as_array().unwrap().len(), 6, "{list:#}");
     drop(a);
+}
+
+/// Publishes `n` consignments arriving at Mombasa on `node`; their globalIds, newest first
+/// (as notification lists answer).
+async fn publish_to_mombasa(trader: &Session, node: &TestNode, n: u32) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 1..=n {
+        let activity = consignment_at(trader.org(), i, "KEMBA", "2026-12-24T06:00:00Z");
+        ids.insert(
+            0,
+            activity["object"]["globalId"].as_str().unwrap().to_owned(),
+        );
+        assert_completed(&trader.publish(node, &activity).await);
+    }
+    ids
 }
 
 /// The globalIds of `session`'s ConsignmentShared notifications (newest first) once there
@@ -447,15 +454,7 @@ async fn a_partner_that_is_down_holds_back_only_its_own_notices_and_gets_them_in
             .await;
     }
     let b_halted = b.halt().await;
-    let mut expected = Vec::new();
-    for n in 1..=3 {
-        let activity = consignment_at(trader.org(), n, "KEMBA", "2026-12-24T06:00:00Z");
-        expected.insert(
-            0,
-            activity["object"]["globalId"].as_str().unwrap().to_owned(),
-        );
-        assert_completed(&trader.publish(&a, &activity).await);
-    }
+    let expected = publish_to_mombasa(&trader, &a, 3).await;
     // C hears of each while B is down, in the order they were shared.
     let at_c = eventually("C told of all three", || shared_ids(&port, &c, 3)).await;
     assert_eq!(at_c, expected);
