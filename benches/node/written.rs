@@ -85,7 +85,8 @@ fn of_create(db: &oxigraph::store::Store, org: &str, hex: &str) -> Vec<Quad> {
         None,
         &graphs::consignment_index(),
     ));
-    // The activity and its log entry: the entry the summary names, and what names it.
+    // The activity's log entry, which the summary names and which holds the payload (and
+    // any node that names the entry: the activity node of the layout before 2026-11-26).
     let activities = graphs::activities(org);
     let entry_link = dsn("logEntry");
     let summary = graphs::summary(hex);

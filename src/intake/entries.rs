@@ -5,7 +5,7 @@ use oxigraph::model::vocab::rdf;
 use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
-use super::apply::{json_literal, remove_quads};
+use super::apply::{json_literal, subject_quads};
 use super::log::Entry;
 use super::Intake;
 use crate::error::{Error, Result};
@@ -58,16 +58,25 @@ pub(super) fn entry_in(
     Ok(None)
 }
 
-/// Removes a (failed) log entry before it is written anew.
+/// Removes a (failed) log entry before it is written anew: everything on its node but the
+/// payload of the activity being applied in the same transaction (a failed one has none).
 pub(super) fn remove_entry(
     tx: &mut Transaction<'_>,
     graph: &NamedNode,
     log: &NamedNode,
 ) -> Result<()> {
-    remove_quads(tx, log, None, graph)
+    let payload = dsn("payload");
+    for quad in subject_quads(tx, log, None, graph)? {
+        if quad.predicate != payload {
+            tx.remove(&quad);
+        }
+    }
+    Ok(())
 }
 
-/// Writes a log entry in the organisation's activity graph.
+/// Writes a log entry in the organisation's activity graph: its JSON, the one thing its reads
+/// use (until 2026-11-26 also `dsn:status` and `dsn:dateCreated`, which nothing read), and its
+/// type, which the vocabulary's ranges and domains promise (`dsn:logEntry`, `dsn:entryJson`).
 pub(super) fn write_entry(
     tx: &mut Transaction<'_>,
     graph: &NamedNode,
@@ -76,8 +85,6 @@ pub(super) fn write_entry(
 ) -> Result<()> {
     let g = GraphName::NamedNode(graph.clone());
     let json = serde_json::to_value(entry).map_err(Error::internal)?;
-    // The entry's status and date are in its JSON, the one thing its reads use (until
-    // 2026-11-26 also written as `dsn:status` and `dsn:dateCreated`, which nothing read).
     let quads = [
         Quad::new(log.clone(), rdf::TYPE, dsn("ActivityLogEntry"), g.clone()),
         Quad::new(log.clone(), dsn("entryJson"), json_literal(&json), g),

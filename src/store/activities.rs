@@ -1,7 +1,12 @@
 //! The activities organisations' activity graphs keep, found by the log entry that applied
 //! them: the payload (the activity as received, with the generator and trust credential the
-//! node injected) is the one copy of each revision's description. Every look-up names the
-//! activity graph of the organisation whose revision it reads, so it finds nothing of another.
+//! node injected) is the one copy of each revision's description and of the node's
+//! attestation. Every look-up names the activity graph of the organisation whose revision it
+//! reads, so it finds nothing of another.
+//!
+//! Since 2026-11-26 the payload is on the log entry itself (`<entry> dsn:payload`); data dirs
+//! from before keep it on the activity node, which names the entry (`<activity> dsn:logEntry
+//! <entry>`) — read as a second try, so both layouts answer alike.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -25,18 +30,51 @@ pub fn of_entry_in(
     graph: &NamedNode,
     entry_id: &str,
 ) -> Result<Option<Value>> {
-    for text in literals(source, graph, entry_id, "payload")? {
-        let Ok(value) = serde_json::from_str::<Value>(&text) else {
-            continue;
-        };
-        // An activity node the caller named twice (its own `id`) holds two payloads: the
-        // credential of each names the entry that applied it.
-        let credential = value.get("trustCredential").and_then(Value::as_str);
-        if credential.is_some_and(|c| issued_for(c, entry_id)) {
-            return Ok(Some(value));
+    let log = graphs::minted("activity-log", entry_id);
+    if let Some(text) = payloads(source, graph, log.as_ref().into())?
+        .into_iter()
+        .next()
+    {
+        return Ok(serde_json::from_str(&text).ok());
+    }
+    // The layout of before: the payload on the activity node, which names the entry.
+    let log_entry = dsn("logEntry");
+    for quad in source.matching(
+        None,
+        log_entry.as_ref(),
+        Some(log.as_ref().into()),
+        graph.as_ref(),
+    )? {
+        for text in payloads(source, graph, quad.subject.as_ref())? {
+            let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            // An activity node the caller named twice (its own `id`) holds two payloads: the
+            // credential of each names the entry that applied it.
+            let credential = value.get("trustCredential").and_then(Value::as_str);
+            if credential.is_some_and(|c| issued_for(c, entry_id)) {
+                return Ok(Some(value));
+            }
         }
     }
     Ok(None)
+}
+
+/// The `dsn:payload` literals of `subject` in `graph`.
+fn payloads(
+    source: &impl QuadSource,
+    graph: &NamedNode,
+    subject: NamedOrBlankNodeRef<'_>,
+) -> Result<Vec<String>> {
+    let payload = dsn("payload");
+    Ok(source
+        .matching(Some(subject), payload.as_ref(), None, graph.as_ref())?
+        .into_iter()
+        .filter_map(|q| match q.object {
+            Term::Literal(l) => Some(l.value().to_owned()),
+            _ => None,
+        })
+        .collect())
 }
 
 /// Quads of one graph matching a pattern: the store as committed, or as a transaction sees it.
@@ -72,47 +110,16 @@ macro_rules! quad_source {
 quad_source!(oxigraph::store::Store);
 quad_source!(Transaction<'_>);
 
-/// The node's credential (attestation) of the activity log entry `entry_id` applied, without
-/// reading the payload. Blocking.
+/// The node's credential (attestation) of the activity log entry `entry_id` applied: the one
+/// in the activity's payload (until 2026-11-26 also a quad of its own, `dsn:trustCredential`,
+/// the same string). Blocking.
 pub fn credential_of(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<String>> {
-    Ok(literals(store.db(), graph, entry_id, "trustCredential")?
-        .into_iter()
-        .find(|c| issued_for(c, entry_id)))
+    Ok(of_entry(store, graph, entry_id)?
+        .and_then(|activity| Some(activity.get("trustCredential")?.as_str()?.to_owned())))
 }
 
 fn issued_for(credential: &str, entry_id: &str) -> bool {
     claims(credential).is_some_and(|c| c.get("jti").and_then(Value::as_str) == Some(entry_id))
-}
-
-/// The `dsn:<predicate>` literals of the activity (or activities) in `graph` naming the log
-/// entry.
-fn literals(
-    source: &impl QuadSource,
-    graph: &NamedNode,
-    entry_id: &str,
-    predicate: &str,
-) -> Result<Vec<String>> {
-    let log = graphs::minted("activity-log", entry_id);
-    let (log_entry, wanted) = (dsn("logEntry"), dsn(predicate));
-    let mut out = Vec::new();
-    for quad in source.matching(
-        None,
-        log_entry.as_ref(),
-        Some(log.as_ref().into()),
-        graph.as_ref(),
-    )? {
-        for stored in source.matching(
-            Some(quad.subject.as_ref()),
-            wanted.as_ref(),
-            None,
-            graph.as_ref(),
-        )? {
-            if let Term::Literal(l) = stored.object {
-                out.push(l.value().to_owned());
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// The claims of a compact JWS the node issued (read from its own store: already trusted).

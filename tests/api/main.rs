@@ -3,6 +3,7 @@
 
 mod abuse;
 mod accounts;
+mod activity_layout;
 mod common;
 mod concurrency;
 mod crash;

@@ -63,7 +63,7 @@ impl Apply<'_> {
         if record.publisher != self.org() {
             self.join_circle(tx, &record, events)?;
         }
-        let (mut triples, rest) = self.split(self.object_root);
+        let mut triples = self.split(self.object_root);
         let mut object = object.clone();
         if let Some(uri) = self.content.and_then(Content::stored_uri) {
             let uri_id = unece("uRIId");
@@ -89,7 +89,7 @@ impl Apply<'_> {
                 changed: Vec::new(),
             },
         );
-        self.activity_graph(&mut w, &rest, &record)?;
+        self.activity_graph(&mut w, &record);
         Ok(Ok(w.written))
     }
 

@@ -34,7 +34,7 @@ impl Apply<'_> {
             identifier,
         };
         let now = self.now.to_owned();
-        let (object, rest) = self.split(&record.node().into());
+        let object = self.split(&record.node().into());
         // The contribution graph is new: a bulk load writes it around the transaction.
         let mut w = Writer::deferring(tx, self.deferred, record.graph());
         w.triples(&object, &record.graph());
@@ -50,7 +50,7 @@ impl Apply<'_> {
                 changed: changes::created(),
             },
         );
-        self.activity_graph(&mut w, &rest, &record)?;
+        self.activity_graph(&mut w, &record);
         let written = w.written;
         readable::contribution_added(tx, &record.node(), aig, self.org())?;
         self.route(tx, &record, &now, &now, events)?;

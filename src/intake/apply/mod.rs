@@ -5,9 +5,9 @@
 //!   of the same graph, and its record (publisher, ids, graph) in the system index
 //!   ([`summary`]);
 //! - a system event (CREATE, UPDATE, ADD) in the same contribution graph ([`system_event`]);
-//! - the activity's own triples, the server-injected generator and trust credential, in the
-//!   organisation's activity graph ([`activity_graph`]); the log entry is written by the
-//!   caller ([`super::entries`]).
+//! - the activity as received, with the server-injected generator and trust credential, on
+//!   its log entry in the organisation's activity graph ([`activity_graph`]); the entry's
+//!   JSON is written by the caller ([`super::entries`]).
 //!
 //! [`create`], [`update`] and [`add`] are the three kinds; a document's revision facts come
 //! from [`crate::documents::revision`]. An `Update` writes only what changed ([`relabel`],
@@ -43,7 +43,7 @@ use crate::sharing::Sharing;
 use crate::store::bulk::DeferredCell;
 use crate::store::{Events, Queries};
 
-pub(super) use writer::{json_literal, remove_quads};
+pub(super) use writer::{json_literal, subject_quads};
 
 pub struct Apply<'a> {
     pub caller: &'a Caller,

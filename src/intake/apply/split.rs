@@ -1,5 +1,5 @@
-//! The expansion's triples, split at the object: what goes in the contribution graph and what
-//! goes in the activity graph.
+//! The expansion's triples, cut at the object: what goes in the contribution graph. The rest
+//! (the activity, its actor and target) is kept by the activity's payload only.
 
 use std::collections::{HashMap, HashSet};
 
@@ -8,9 +8,9 @@ use oxigraph::model::{NamedOrBlankNode, Term, Triple};
 use super::Apply;
 
 impl Apply<'_> {
-    /// The expansion's triples, with the object's provisional root renamed to `root`, split
-    /// into the object's subtree and the rest (activity, actor, target).
-    pub(super) fn split(&self, root: &NamedOrBlankNode) -> (Vec<Triple>, Vec<Triple>) {
+    /// The expansion's triples of the object's subtree, with the object's provisional root
+    /// renamed to `root`.
+    pub(super) fn split(&self, root: &NamedOrBlankNode) -> Vec<Triple> {
         let rename = |n: &NamedOrBlankNode| {
             if n == self.object_root {
                 root.clone()
@@ -52,15 +52,10 @@ impl Apply<'_> {
                 }
             }
         }
-        let mut object = Vec::new();
-        let mut rest = Vec::new();
-        for (t, inside) in renamed.into_iter().zip(in_object) {
-            if inside {
-                object.push(t);
-            } else {
-                rest.push(t);
-            }
-        }
-        (object, rest)
+        renamed
+            .into_iter()
+            .zip(in_object)
+            .filter_map(|(t, inside)| inside.then_some(t))
+            .collect()
     }
 }

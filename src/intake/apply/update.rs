@@ -63,7 +63,7 @@ impl Apply<'_> {
         events.push(Committed::RowChanged {
             aig_hex: record.aig_hex.clone(),
         });
-        let (object, rest) = self.split(&record.node().into());
+        let object = self.split(&record.node().into());
         let object = reuse_blank_nodes(&replaced, object);
         let mut w = Writer::replacing(tx, replaced);
         w.triples(&object, &record.graph());
@@ -80,7 +80,7 @@ impl Apply<'_> {
                 changed,
             },
         );
-        self.activity_graph(&mut w, &rest, &record)?;
+        self.activity_graph(&mut w, &record);
         let written = w.finish();
         // Only a change of ports routes again; grants already given stay (see `sharing`).
         if old_facts != facts(self.ports) {

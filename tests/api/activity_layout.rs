@@ -1,0 +1,130 @@
+//! Activity graphs written before 2026-11-26 kept each payload on the activity node, with the
+//! activity's type, its credential and a link to its log entry as quads of their own; since
+//! then the payload is on the log entry, next to the entry's type and JSON.
+//! Data dirs in the earlier layout answer every read that finds an activity as before.
+
+use dataspace_node::store::Store;
+use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::history::{consignment, five_revisions, history, ARRIVAL_CODE};
+
+const RDF_TYPE: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type";
+
+fn dsn(term: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("https://w3id.org/dataspace-node/ns#{term}"))
+}
+
+/// Every read that takes something from an activity: the view (the description's JSON), the
+/// history (each revision's attestation), each revision (its description), and each log entry
+/// (its attestation), as the organisation that posted it reads them.
+async fn reads(node: &TestNode, posted: &[(&Session, String)], trader: &Session) -> Vec<Value> {
+    let mut out = vec![get_json(trader, node, &format!("{LIST}/{GLOBAL_ID}?scope=all")).await];
+    let page = get_json(trader, node, &format!("{}?scope=all", history(GLOBAL_ID))).await;
+    for revision in page["entities"].as_array().unwrap() {
+        let id = revision["revision"].as_str().unwrap();
+        let path = format!("{}/{id}?scope=all", history(GLOBAL_ID));
+        out.push(get_json(trader, node, &path).await);
+    }
+    out.push(page);
+    for (who, id) in posted {
+        let path = format!("/supply-chain/data-space/activity-logs/{id}");
+        out.push(get_json(who, node, &path).await);
+    }
+    out.into_iter().map(unsigned_links).collect()
+}
+
+/// Rewrites every activity as the earlier version wrote it: the payload moves from the log
+/// entry to an activity node (`urn:dataspace-node:activity:<entry id>`, the node's name for an
+/// activity without an `id`) that has the activity's type, the credential and the link to the
+/// entry. Returns how many activities it rewrote.
+fn to_earlier_layout(store: &Store) -> usize {
+    let payloads: Vec<Quad> = store
+        .db()
+        .quads_for_pattern(None, Some(dsn("payload").as_ref()), None, None)
+        .map(Result::unwrap)
+        .filter(|q| q.graph_name.to_string().contains(":activities:"))
+        .collect();
+    let mut old = Vec::new();
+    for q in &payloads {
+        let (NamedOrBlankNode::NamedNode(log), Term::Literal(text), GraphName::NamedNode(g)) =
+            (&q.subject, &q.object, &q.graph_name)
+        else {
+            panic!("{q}")
+        };
+        let activity: Value = serde_json::from_str(text.value()).unwrap();
+        let id = log.as_str().rsplit(':').next().unwrap();
+        let act = NamedNode::new_unchecked(format!("urn:dataspace-node:activity:{id}"));
+        let kind = activity["type"].as_str().unwrap();
+        let credential = activity["trustCredential"].as_str().unwrap();
+        let g = GraphName::NamedNode(g.clone());
+        let rdf_type = NamedNode::new_unchecked(RDF_TYPE);
+        let as_kind =
+            NamedNode::new_unchecked(format!("https://www.w3.org/ns/activitystreams#{kind}"));
+        old.extend([
+            Quad::new(act.clone(), rdf_type, as_kind, g.clone()),
+            Quad::new(
+                act.clone(),
+                dsn("trustCredential"),
+                Literal::from(credential),
+                g.clone(),
+            ),
+            Quad::new(act.clone(), dsn("logEntry"), log.clone(), g.clone()),
+            Quad::new(act, dsn("payload"), text.clone(), g),
+        ]);
+    }
+    store
+        .write(|tx| {
+            payloads.iter().for_each(|q| {
+                tx.remove(q);
+            });
+            old.iter().for_each(|q| {
+                tx.insert(q);
+            });
+            Ok(())
+        })
+        .unwrap();
+    payloads.len()
+}
+
+#[tokio::test]
+async fn activities_kept_in_the_earlier_layout_are_read_alike() {
+    let node = TestNode::start().await;
+    let (_operator, trader, agency) = kenya_circle(&node).await;
+    let ids = five_revisions(&node, &trader, &agency).await;
+    // The third is the agency's inspection; the others the trader's.
+    let posted: Vec<(&Session, String)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (if i == 2 { &agency } else { &trader }, id.clone()))
+        .collect();
+    let before = reads(&node, &posted, &trader).await;
+    // Every log entry read carries the node's attestation.
+    for entry in &before[before.len() - posted.len()..] {
+        assert!(entry["attestation"].as_str().is_some(), "{entry:#}");
+    }
+
+    let halted = node.halt().await;
+    {
+        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
+        assert_eq!(to_earlier_layout(&store), 5);
+    }
+    let node = TestNode::start_again(halted).await;
+    assert_eq!(reads(&node, &posted, &trader).await, before);
+
+    // A replay is answered with the stored entry and its attestation.
+    let replay = trader
+        .post(&node, &consignment(trader.org(), "Update", "KEMBA", "3"))
+        .await;
+    assert_eq!(replay.status(), reqwest::StatusCode::OK);
+    assert_eq!(json_body(replay).await, before[before.len() - 4]);
+    // An Update says what changed against the description the earlier layout keeps.
+    let update = consignment(trader.org(), "Update", "NLRTM", "3");
+    assert_completed(&trader.publish(&node, &update).await);
+    let page = get_json(&trader, &node, &format!("{}?scope=all", history(GLOBAL_ID))).await;
+    let newest = &page["entities"][0];
+    assert_eq!(newest["type"], json!("UPDATE"), "{newest:#}");
+    assert_eq!(newest["changed"], json!([ARRIVAL_CODE]), "{newest:#}");
+    assert!(newest["attestation"].as_str().is_some(), "{newest:#}");
+}
