@@ -84,11 +84,6 @@ impl Node {
             crate::replica::log::forget(&store)?;
         }
         let countries = Arc::new(crate::intake::load_countries()?);
-        // First: the upgrades below read activities, and only in the layout it leaves. Not in
-        // the replication log, and need not be: activity graphs are not replicated.
-        if crate::intake::activity_layout::pending(&store)? {
-            crate::intake::activity_layout::run(&store)?;
-        }
         if crate::intake::upgrade::pending(&store)? {
             // Written outside the writes' journal: the replica syncs in full (forgotten first,
             // so a crash during the upgrade still leads to the full sync).

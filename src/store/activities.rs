@@ -4,9 +4,9 @@
 //! attestation. Every look-up names the activity graph of the organisation whose revision it
 //! reads, so it finds nothing of another.
 //!
-//! The payload is on the log entry itself (`<entry> dsn:payload`); data dirs from before
-//! 2026-11-26 kept it on an activity node that named the entry, and are rewritten at start-up
-//! before anything reads (`intake::activity_layout`).
+//! Since 2026-11-26 the payload is on the log entry itself (`<entry> dsn:payload`); data dirs
+//! from before keep it on the activity node, which names the entry (`<activity> dsn:logEntry
+//! <entry>`) — read as a second try, so both layouts answer alike.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -31,18 +31,50 @@ pub fn of_entry_in(
     entry_id: &str,
 ) -> Result<Option<Value>> {
     let log = graphs::minted("activity-log", entry_id);
-    let payload = dsn("payload");
+    if let Some(text) = payloads(source, graph, log.as_ref().into())?
+        .into_iter()
+        .next()
+    {
+        return Ok(serde_json::from_str(&text).ok());
+    }
+    // The layout of before: the payload on the activity node, which names the entry.
+    let log_entry = dsn("logEntry");
     for quad in source.matching(
-        Some(log.as_ref().into()),
-        payload.as_ref(),
         None,
+        log_entry.as_ref(),
+        Some(log.as_ref().into()),
         graph.as_ref(),
     )? {
-        if let Term::Literal(l) = quad.object {
-            return Ok(serde_json::from_str(l.value()).ok());
+        for text in payloads(source, graph, quad.subject.as_ref())? {
+            let Ok(value) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            // An activity node the caller named twice (its own `id`) holds two payloads: the
+            // credential of each names the entry that applied it.
+            let credential = value.get("trustCredential").and_then(Value::as_str);
+            if credential.is_some_and(|c| issued_for(c, entry_id)) {
+                return Ok(Some(value));
+            }
         }
     }
     Ok(None)
+}
+
+/// The `dsn:payload` literals of `subject` in `graph`.
+fn payloads(
+    source: &impl QuadSource,
+    graph: &NamedNode,
+    subject: NamedOrBlankNodeRef<'_>,
+) -> Result<Vec<String>> {
+    let payload = dsn("payload");
+    Ok(source
+        .matching(Some(subject), payload.as_ref(), None, graph.as_ref())?
+        .into_iter()
+        .filter_map(|q| match q.object {
+            Term::Literal(l) => Some(l.value().to_owned()),
+            _ => None,
+        })
+        .collect())
 }
 
 /// Quads of one graph matching a pattern: the store as committed, or as a transaction sees it.
@@ -84,6 +116,10 @@ quad_source!(Transaction<'_>);
 pub fn credential_of(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<String>> {
     Ok(of_entry(store, graph, entry_id)?
         .and_then(|activity| Some(activity.get("trustCredential")?.as_str()?.to_owned())))
+}
+
+fn issued_for(credential: &str, entry_id: &str) -> bool {
+    claims(credential).is_some_and(|c| c.get("jti").and_then(Value::as_str) == Some(entry_id))
 }
 
 /// The claims of a compact JWS the node issued (read from its own store: already trusted).
