@@ -105,6 +105,7 @@ pub async fn run(
         let closing = node.closing.subscribe();
         tokio::spawn(replica.run(closing))
     });
+    let rewriting = rewrite_activities(&node)?;
     let flushing = node.clone();
     let mut closed = node.closing.subscribe();
     let flusher = tokio::spawn(async move {
@@ -138,6 +139,14 @@ pub async fn run(
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
+    if let Some(task) = rewriting {
+        // It stops after the batch it is writing; the next start goes on.
+        match task.await {
+            Ok(Err(e)) => tracing::error!(error = %e, "rewriting activity graphs failed"),
+            Err(e) => tracing::error!(error = %e, "rewriting activity graphs: task failed"),
+            Ok(Ok(_)) => {}
+        }
+    }
     let _ = flusher.await;
     if let Some(task) = replicating {
         // Unshipped entries stay in the store's log for the next start.
@@ -148,4 +157,20 @@ pub async fn run(
     tokio::task::spawn_blocking(move || closing.close()).await??;
     tracing::info!("stopped; store flushed, models saved");
     Ok(())
+}
+
+/// Rewrites activity graphs from before 2026-11-26 while the node serves: the reads understand
+/// both layouts, and at a million activities the rewrite takes minutes
+/// (`intake::activity_layout`). `None` when there is nothing to rewrite.
+type Rewriting = tokio::task::JoinHandle<Result<Option<intake::activity_layout::Moved>>>;
+
+fn rewrite_activities(node: &Arc<Node>) -> Result<Option<Rewriting>> {
+    if !intake::activity_layout::pending(&node.store)? {
+        return Ok(None);
+    }
+    let (store, closing) = (node.store.clone(), node.closing.subscribe());
+    // Scans and transactions: blocking work, for minutes.
+    Ok(Some(tokio::task::spawn_blocking(move || {
+        intake::activity_layout::run(&store, &|| *closing.borrow())
+    })))
 }

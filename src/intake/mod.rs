@@ -12,6 +12,7 @@
 //! - `credential`: the trust credential; [`log`]: the ActivityLogEntry.
 
 pub mod activity;
+pub mod activity_layout;
 mod apply;
 mod batch;
 mod checks;

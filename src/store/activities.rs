@@ -5,8 +5,9 @@
 //! reads, so it finds nothing of another.
 //!
 //! Since 2026-11-26 the payload is on the log entry itself (`<entry> dsn:payload`); data dirs
-//! from before keep it on the activity node, which names the entry (`<activity> dsn:logEntry
-//! <entry>`) — read as a second try, so both layouts answer alike.
+//! from before kept it on the activity node, which names the entry (`<activity> dsn:logEntry
+//! <entry>`) — read as a second try, so both layouts answer alike while
+//! `intake::activity_layout` rewrites them in the background.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;

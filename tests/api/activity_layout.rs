@@ -1,10 +1,11 @@
 //! Activity graphs written before 2026-11-26 kept each payload on the activity node, with the
-//! activity's type, its credential and a link to its log entry as quads of their own; since
-//! then the payload is on the log entry, next to the entry's type and JSON.
-//! Data dirs in the earlier layout answer every read that finds an activity as before.
+//! activity's type, its credential and a link to its log entry as quads of their own (and,
+//! earlier, quads nothing read); since then the payload is on the log entry, next to the
+//! entry's type and JSON. Data dirs in the earlier layout answer every read that finds an
+//! activity as before, and the node rewrites them while it serves.
 
-use dataspace_node::store::Store;
-use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+use dataspace_node::store::{activities, graphs, Store};
+use oxigraph::model::{BlankNode, GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -35,10 +36,11 @@ async fn reads(node: &TestNode, posted: &[(&Session, String)], trader: &Session)
     out.into_iter().map(unsigned_links).collect()
 }
 
-/// Rewrites every activity as the earlier version wrote it: the payload moves from the log
+/// Rewrites every activity as the earlier versions wrote it: the payload moves from the log
 /// entry to an activity node (`urn:dataspace-node:activity:<entry id>`, the node's name for an
-/// activity without an `id`) that has the activity's type, the credential and the link to the
-/// entry. Returns how many activities it rewrote.
+/// activity without an `id`) that has the activity's type, the credential, the link to the
+/// entry, and what the versions before that wrote besides (the actor and its id, the hash, the
+/// entry's status). Returns how many activities it rewrote.
 fn to_earlier_layout(store: &Store) -> usize {
     let payloads: Vec<Quad> = store
         .db()
@@ -60,6 +62,12 @@ fn to_earlier_layout(store: &Store) -> usize {
         let credential = activity["trustCredential"].as_str().unwrap();
         let g = GraphName::NamedNode(g.clone());
         let rdf_type = NamedNode::new_unchecked(RDF_TYPE);
+        // The actor was a blank node with the organisation's DID as its `registeredId`.
+        let actor = BlankNode::default();
+        let did = activity["actor"]["registeredId"]["@value"]
+            .as_str()
+            .unwrap();
+        let as_actor = NamedNode::new_unchecked("https://www.w3.org/ns/activitystreams#actor");
         let as_kind =
             NamedNode::new_unchecked(format!("https://www.w3.org/ns/activitystreams#{kind}"));
         old.extend([
@@ -71,7 +79,16 @@ fn to_earlier_layout(store: &Store) -> usize {
                 g.clone(),
             ),
             Quad::new(act.clone(), dsn("logEntry"), log.clone(), g.clone()),
-            Quad::new(act, dsn("payload"), text.clone(), g),
+            Quad::new(act.clone(), dsn("payload"), text.clone(), g.clone()),
+            Quad::new(act.clone(), as_actor.clone(), actor.clone(), g.clone()),
+            Quad::new(
+                act,
+                dsn("activityHash"),
+                Literal::from("0".repeat(64)),
+                g.clone(),
+            ),
+            Quad::new(actor, dsn("registeredId"), Literal::from(did), g.clone()),
+            Quad::new(log.clone(), dsn("status"), Literal::from("completed"), g),
         ]);
     }
     store
@@ -88,8 +105,26 @@ fn to_earlier_layout(store: &Store) -> usize {
     payloads.len()
 }
 
+/// The predicates in the activity graphs, with how many quads of each, and whether every quad
+/// is on a log entry.
+fn activity_graphs(store: &Store) -> (Vec<(String, usize)>, bool) {
+    let mut counts = std::collections::BTreeMap::new();
+    let mut on_entries = true;
+    for q in store.db().iter().map(Result::unwrap) {
+        if !q.graph_name.to_string().contains(":activities:") {
+            continue;
+        }
+        *counts.entry(q.predicate.as_str().to_owned()).or_insert(0) += 1;
+        on_entries &= q
+            .subject
+            .to_string()
+            .starts_with("<urn:dataspace-node:activity-log:");
+    }
+    (counts.into_iter().collect(), on_entries)
+}
+
 #[tokio::test]
-async fn activities_kept_in_the_earlier_layout_are_read_alike() {
+async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     let node = TestNode::start().await;
     let (_operator, trader, agency) = kenya_circle(&node).await;
     let ids = five_revisions(&node, &trader, &agency).await;
@@ -106,12 +141,42 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike() {
     }
 
     let halted = node.halt().await;
-    {
+    let now = {
         let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
+        let now = activity_graphs(&store);
+        assert!(now.1, "{now:?}");
         assert_eq!(to_earlier_layout(&store), 5);
-    }
+        let layout = NamedNode::new_unchecked("urn:dataspace-node:system:layout");
+        let marker = Quad::new(
+            layout.clone(),
+            dsn("activityLayout"),
+            Literal::from("entry"),
+            GraphName::NamedNode(layout),
+        );
+        assert!(
+            store.db().contains(&marker).unwrap(),
+            "a new store is marked"
+        );
+        store.db().remove(&marker).unwrap();
+        assert_ne!(activity_graphs(&store), now);
+        // Until the node has rewritten it, the reads find each payload in the earlier layout.
+        for (who, id) in &posted {
+            let graph = graphs::activities(who.org());
+            let payload = activities::of_entry(&store, &graph, id).unwrap().unwrap();
+            let credential = activities::credential_of(&store, &graph, id).unwrap();
+            assert_eq!(payload["trustCredential"].as_str(), credential.as_deref());
+        }
+        now
+    };
     let node = TestNode::start_again(halted).await;
     assert_eq!(reads(&node, &posted, &trader).await, before);
+    // The store holds what the inbox writes now, and nothing more.
+    let halted = node.halt().await;
+    {
+        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
+        assert_eq!(activity_graphs(&store), now);
+    }
+    let node = TestNode::start_again(halted).await;
 
     // A replay is answered with the stored entry and its attestation.
     let replay = trader

@@ -1,0 +1,285 @@
+//! Rewrites the activity graphs of data dirs from before 2026-11-26 into the layout the inbox
+//! writes now: each applied activity's payload on its log entry, next to the entry's type and
+//! JSON, and nothing else. Before, the payload was on an activity node (the caller's `id`, or
+//! `urn:dataspace-node:activity:<entry id>`) with its type, a second copy of the credential
+//! and the link to the entry (`dsn:logEntry`), and, earlier still, the activity's own triples
+//! (actor, object, target, and the actor's and target's), `as:generator`, `dsn:activityHash`,
+//! `dsn:consignment`, and the entry's `dsn:status` and `dsn:dateCreated` — none of which any
+//! read took but the payload.
+//!
+//! It runs while the node serves, not before: at a million activities it is minutes of work
+//! and, until compaction catches up, gigabytes of deleted keys (measured in docs/PERFORMANCE.md),
+//! and the reads understand both layouts meanwhile (`store::activities`). Batches of whole
+//! subjects, one transaction each (a payload moves in the transaction that drops its activity
+//! node), so a crash or a shutdown between batches leaves each activity in one layout or the
+//! other, and the next start goes on; after each batch it waits as long as the batch took, so
+//! the inbox and the reads keep at least half of a core. A marker in the layout graph says it
+//! is done, so later starts cost one look-up. A payload whose credential names none of its
+//! node's entries was never readable (the reads pick a node's payload by the credential's
+//! `jti`); it is left where it is.
+
+use std::time::{Duration, Instant};
+
+use oxigraph::model::{GraphName, NamedNode, NamedOrBlankNode, Quad, Term};
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::rdf::literal;
+use crate::store::{activities, graphs, Store};
+use crate::vocab::dsn;
+
+/// Quads changed per transaction (at most, about): bounds the memory of one commit and how
+/// long the inbox waits for the writer lock (a few milliseconds).
+const BATCH: usize = 2_000;
+
+/// How often a long rewrite says how far it got.
+const PROGRESS: Duration = Duration::from_secs(30);
+
+const ACTIVITIES: &str = "urn:dataspace-node:activities:";
+const ENTRY: &str = "urn:dataspace-node:activity-log:";
+
+fn marker() -> Quad {
+    Quad::new(
+        graphs::layout(),
+        dsn("activityLayout"),
+        literal("entry"),
+        GraphName::NamedNode(graphs::layout()),
+    )
+}
+
+/// Whether the upgrade is still to run. Blocking.
+pub fn pending(store: &Store) -> Result<bool> {
+    Ok(!store.db().contains(&marker())?)
+}
+
+/// What the upgrade did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// Payloads moved onto their log entries.
+    pub payloads: usize,
+    /// Quads removed (activity nodes and what nothing read).
+    pub removed: usize,
+}
+
+/// Rewrites every activity graph, then marks the store done; `None` when `stopping` said so
+/// first (checked after each batch but the last). Blocking.
+pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> {
+    let mut done = Moved::default();
+    let mut batch = Batch::default();
+    let started = Instant::now();
+    let mut reported = started;
+    for graph in &activity_graphs(store)? {
+        // The graph's quads come ordered by subject; the scan reads a snapshot, which the
+        // batches written meanwhile do not disturb (and which writes since never concern:
+        // the inbox writes only on log entries).
+        let mut group: Vec<Quad> = Vec::new();
+        for quad in store
+            .db()
+            .quads_for_pattern(None, None, None, Some(graph.as_ref().into()))
+        {
+            let quad = quad?;
+            if group.first().is_some_and(|q| q.subject != quad.subject) {
+                batch.subject(std::mem::take(&mut group), graph, &mut done);
+                if batch.len() >= BATCH {
+                    let t = Instant::now();
+                    batch.write(store)?;
+                    std::thread::sleep(t.elapsed());
+                    if stopping() {
+                        return Ok(None);
+                    }
+                    if reported.elapsed() >= PROGRESS {
+                        reported = Instant::now();
+                        progress(&done, started);
+                    }
+                }
+            }
+            group.push(quad);
+        }
+        if !group.is_empty() {
+            batch.subject(group, graph, &mut done);
+        }
+    }
+    batch.insert.push(marker());
+    batch.write(store)?;
+    if done != Moved::default() {
+        tracing::info!(
+            payloads = done.payloads,
+            removed = done.removed,
+            seconds = started.elapsed().as_secs(),
+            "activity graphs rewritten: payloads moved onto their log entries"
+        );
+    }
+    Ok(Some(done))
+}
+
+fn activity_graphs(store: &Store) -> Result<Vec<NamedNode>> {
+    Ok(store
+        .db()
+        .named_graphs()
+        .filter_map(|g| match g {
+            Ok(NamedOrBlankNode::NamedNode(n)) if n.as_str().starts_with(ACTIVITIES) => Some(Ok(n)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<std::result::Result<_, _>>()?)
+}
+
+fn progress(done: &Moved, started: Instant) {
+    tracing::info!(
+        payloads = done.payloads,
+        removed = done.removed,
+        seconds = started.elapsed().as_secs(),
+        "rewriting activity graphs from before 2026-11-26"
+    );
+}
+
+#[derive(Default)]
+struct Batch {
+    remove: Vec<Quad>,
+    insert: Vec<Quad>,
+}
+
+impl Batch {
+    /// The changes for the quads of one subject in activity graph `graph`.
+    fn subject(&mut self, quads: Vec<Quad>, graph: &NamedNode, done: &mut Moved) {
+        let is_entry = matches!(&quads[0].subject, NamedOrBlankNode::NamedNode(n)
+            if n.as_str().starts_with(ENTRY));
+        if is_entry {
+            // An entry keeps its type, JSON and payload; its status and date are in the JSON.
+            let unread = [dsn("status"), dsn("dateCreated")];
+            for q in quads.into_iter().filter(|q| unread.contains(&q.predicate)) {
+                self.remove.push(q);
+                done.removed += 1;
+            }
+            return;
+        }
+        let links: Vec<NamedNode> = quads
+            .iter()
+            .filter(|q| q.predicate == dsn("logEntry"))
+            .filter_map(|q| match &q.object {
+                Term::NamedNode(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect();
+        let g = GraphName::NamedNode(graph.clone());
+        for q in quads {
+            if q.predicate == dsn("payload") {
+                match entry_of(&q.object, &links) {
+                    Some(entry) => {
+                        let moved = Quad::new(entry, dsn("payload"), q.object.clone(), g.clone());
+                        self.insert.push(moved);
+                        done.payloads += 1;
+                    }
+                    // Never readable: kept as it was.
+                    None => continue,
+                }
+            }
+            self.remove.push(q);
+            done.removed += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.remove.len() + self.insert.len()
+    }
+
+    fn write(&mut self, store: &Store) -> Result<()> {
+        let (remove, insert) = (
+            std::mem::take(&mut self.remove),
+            std::mem::take(&mut self.insert),
+        );
+        store.write(|tx| {
+            remove.iter().for_each(|q| {
+                tx.remove(q);
+            });
+            insert.iter().for_each(|q| {
+                tx.insert(q);
+            });
+            Ok(())
+        })
+    }
+}
+
+/// The log entry among `links` that the payload's credential names (its `jti`).
+fn entry_of(payload: &Term, links: &[NamedNode]) -> Option<NamedNode> {
+    let Term::Literal(text) = payload else {
+        return None;
+    };
+    let activity: Value = serde_json::from_str(text.value()).ok()?;
+    let jti = activities::claims(activity.get("trustCredential")?.as_str()?)?
+        .get("jti")?
+        .as_str()?
+        .to_owned();
+    links
+        .iter()
+        .find(|l| l.as_str().strip_prefix(ENTRY) == Some(jti.as_str()))
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use oxigraph::model::Literal;
+    use serde_json::json;
+
+    use super::*;
+
+    fn payload(jti: &str) -> Term {
+        let claims = URL_SAFE_NO_PAD.encode(json!({ "jti": jti }).to_string());
+        let activity = json!({"type": "Create", "trustCredential": format!("h.{claims}.s")});
+        Literal::new_typed_literal(
+            activity.to_string(),
+            NamedNode::new_unchecked(crate::vocab::RDF_JSON),
+        )
+        .into()
+    }
+
+    /// A caller that gave two activities the same `id` left one node with two entries and two
+    /// payloads: each payload goes to the entry its credential names; one that names neither
+    /// stays; everything else of the node goes.
+    #[test]
+    fn each_payload_moves_to_the_entry_its_credential_names() {
+        let g = NamedNode::new_unchecked(format!("{ACTIVITIES}k"));
+        let gn = GraphName::NamedNode(g.clone());
+        let act = NamedNode::new_unchecked("https://trader.example/activities/1");
+        let entry = |id: &str| NamedNode::new_unchecked(format!("{ENTRY}{id}"));
+        let quad = |p: &str, o: Term| Quad::new(act.clone(), dsn(p), o, gn.clone());
+        let quads = vec![
+            quad("logEntry", entry("aa").into()),
+            quad("logEntry", entry("bb").into()),
+            quad("payload", payload("bb")),
+            quad("payload", payload("aa")),
+            quad("payload", payload("cc")),
+            quad("trustCredential", Literal::from("h.x.s").into()),
+        ];
+        let (mut batch, mut done) = (Batch::default(), Moved::default());
+        batch.subject(quads, &g, &mut done);
+        let moved = |id: &str| Quad::new(entry(id), dsn("payload"), payload(id), gn.clone());
+        assert_eq!(batch.insert, vec![moved("bb"), moved("aa")]);
+        assert!(!batch.remove.contains(&quad("payload", payload("cc"))));
+        assert_eq!(batch.remove.len(), 5);
+        assert_eq!(
+            done,
+            Moved {
+                payloads: 2,
+                removed: 5
+            }
+        );
+
+        // On an entry, only what its JSON holds goes.
+        let on_entry = |p: &str, o: Term| Quad::new(entry("aa"), dsn(p), o, gn.clone());
+        let (mut batch, mut done) = (Batch::default(), Moved::default());
+        let status = on_entry("status", Literal::from("completed").into());
+        batch.subject(
+            vec![
+                on_entry("entryJson", payload("aa")),
+                status.clone(),
+                on_entry("payload", payload("aa")),
+            ],
+            &g,
+            &mut done,
+        );
+        assert_eq!((batch.remove, batch.insert), (vec![status], vec![]));
+    }
+}
