@@ -34,6 +34,16 @@ enum Command {
     /// The SPARQL replica (`--replica-query-url`): fill it from the store, or compare the two.
     /// The node must be stopped.
     Replica(ReplicaArgs),
+    /// Compact the whole store, returning the disk that deleted and rewritten data still takes
+    /// (after an upgrade that rewrote much of it). The node must be stopped.
+    Compact(CompactArgs),
+}
+
+#[derive(Args)]
+struct CompactArgs {
+    /// Directory holding the store to compact.
+    #[arg(long, env = "DATASPACE_NODE_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -120,6 +130,15 @@ async fn cli() -> std::process::ExitCode {
             ))
         }
         Command::Replica(a) => return replica(a).await,
+        Command::Compact(a) => {
+            // Minutes of disk work at a million consignments: off the async threads.
+            let compacted =
+                tokio::task::spawn_blocking(move || backup::compact_command(&a.data_dir)).await;
+            return match compacted {
+                Ok(result) => report(result),
+                Err(e) => report(Err::<String, _>(e)),
+            };
+        }
         Command::Load(a) => return load(*a).await,
         Command::Import(a) => {
             return report(backup::import_command(

@@ -65,11 +65,11 @@ impl Format {
 /// Why an export or import did not happen. Each message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
-    #[error("{} holds no store (no {}): nothing to export", .0.display(), .0.join("store").display())]
+    #[error("{} holds no store (no {}): nothing to do", .0.display(), .0.join("store").display())]
     NoStore(PathBuf),
     #[error(
         "the store {} is in use, most likely by a running node: stop the node on this data dir \
-         first (export and import need the store to themselves)",
+         first (export, import and compact need the store to themselves)",
         .0.display()
     )]
     InUse(PathBuf),
@@ -135,6 +135,45 @@ fn open_alone(path: &Path) -> Result<Store> {
             BackupError::Store(e)
         }
     })
+}
+
+/// `dataspace-node compact`: a full compaction of the store (the node stopped). Deleted and
+/// overwritten keys take disk until RocksDB's compactions reach the last level, which on a
+/// store that has stopped growing may be never — after a large rewrite (the activity graphs'
+/// upgrade, for one) this returns that space. Returns the line to report.
+pub fn compact_command(data_dir: &Path) -> Result<String> {
+    let path = store_path(data_dir);
+    if !store_exists(&path) {
+        return Err(BackupError::NoStore(data_dir.to_owned()));
+    }
+    let before = dir_size(&path);
+    // Oxigraph's store itself, not the node's (whose opening takes the models snapshot's
+    // token): a compaction changes no data, so the snapshot the node saved stays valid and
+    // its next start does not rebuild the models.
+    let store = open_alone(&path)?;
+    store.optimize()?;
+    store.flush()?;
+    drop(store);
+    let after = dir_size(&path);
+    Ok(format!(
+        "compacted {}: {:.1} MB before, {:.1} MB after",
+        path.display(),
+        before as f64 / 1e6,
+        after as f64 / 1e6
+    ))
+}
+
+/// The bytes of the files directly in `dir` (a RocksDB directory has no subdirectories).
+fn dir_size(dir: &Path) -> u64 {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// What an export wrote.
