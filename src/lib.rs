@@ -140,7 +140,8 @@ pub async fn run(
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
     if let Some(task) = rewriting {
-        // It stops after the batch it is writing; the next start goes on.
+        // It stops at its next pause (after a batch, or 20,000 quads read); the next start
+        // goes over the graphs again and rewrites what is left.
         match task.await {
             Ok(Err(e)) => tracing::error!(error = %e, "rewriting activity graphs failed"),
             Err(e) => tracing::error!(error = %e, "rewriting activity graphs: task failed"),

@@ -12,11 +12,12 @@
 //! and the reads understand both layouts meanwhile (`store::activities`). Batches of whole
 //! subjects, one transaction each (a payload moves in the transaction that drops its activity
 //! node), so a crash or a shutdown between batches leaves each activity in one layout or the
-//! other, and the next start goes on; after each batch it waits as long as the batch took, so
-//! the inbox and the reads keep at least half of a core. A marker in the layout graph says it
-//! is done, so later starts cost one look-up. A payload whose credential names none of its
-//! node's entries was never readable (the reads pick a node's payload by the credential's
-//! `jti`); it is left where it is.
+//! other, and the next start goes over the graphs again (rewriting only what is left); after
+//! each batch, and every 20,000 quads read, it waits as long as that stretch took, so it takes
+//! about half of a core (one subject with many entries is one batch, however large). A marker
+//! in the layout graph says it is done, so later starts cost one look-up. A payload whose
+//! credential names none of its node's entries was never readable (the reads pick a node's
+//! payload by the credential's `jti`); it is left where it is.
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +35,9 @@ const BATCH: usize = 2_000;
 
 /// How often a long rewrite says how far it got.
 const PROGRESS: Duration = Duration::from_secs(30);
+
+/// Quads read between two pauses (and stop checks) where there is nothing to write.
+const SCAN_CHUNK: usize = 20_000;
 
 const ACTIVITIES: &str = "urn:dataspace-node:activities:";
 const ENTRY: &str = "urn:dataspace-node:activity-log:";
@@ -62,34 +66,36 @@ pub struct Moved {
 }
 
 /// Rewrites every activity graph, then marks the store done; `None` when `stopping` said so
-/// first (checked after each batch but the last). Blocking.
+/// first (asked after every batch written and every `SCAN_CHUNK` quads read). Blocking.
 pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> {
     let mut done = Moved::default();
     let mut batch = Batch::default();
     let started = Instant::now();
-    let mut reported = started;
+    let mut pace = Pace::new();
     for graph in &activity_graphs(store)? {
         // The graph's quads come ordered by subject; the scan reads a snapshot, which the
         // batches written meanwhile do not disturb (and which writes since never concern:
         // the inbox writes only on log entries).
         let mut group: Vec<Quad> = Vec::new();
+        let mut scanned = 0usize;
         for quad in store
             .db()
             .quads_for_pattern(None, None, None, Some(graph.as_ref().into()))
         {
             let quad = quad?;
+            scanned += 1;
             if group.first().is_some_and(|q| q.subject != quad.subject) {
                 batch.subject(std::mem::take(&mut group), graph, &mut done);
-                if batch.len() >= BATCH {
-                    let t = Instant::now();
+                let full = batch.len() >= BATCH;
+                if full {
                     batch.write(store)?;
-                    std::thread::sleep(t.elapsed());
+                }
+                // A rewrite stopped before goes over what it did again: reading only, but
+                // paced and stoppable as well.
+                if full || scanned.is_multiple_of(SCAN_CHUNK) {
+                    pace.pause(&done, started);
                     if stopping() {
                         return Ok(None);
-                    }
-                    if reported.elapsed() >= PROGRESS {
-                        reported = Instant::now();
-                        progress(&done, started);
                     }
                 }
             }
@@ -112,6 +118,37 @@ pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> 
     Ok(Some(done))
 }
 
+/// Keeps the rewrite to about half of a core: after each stretch of work it waits as long as
+/// the stretch took, and says how far it got every `PROGRESS`.
+struct Pace {
+    since: Instant,
+    reported: Instant,
+}
+
+impl Pace {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            since: now,
+            reported: now,
+        }
+    }
+
+    fn pause(&mut self, done: &Moved, started: Instant) {
+        std::thread::sleep(self.since.elapsed());
+        self.since = Instant::now();
+        if self.reported.elapsed() >= PROGRESS {
+            self.reported = self.since;
+            tracing::info!(
+                payloads = done.payloads,
+                removed = done.removed,
+                seconds = started.elapsed().as_secs(),
+                "rewriting activity graphs from before 2026-11-26"
+            );
+        }
+    }
+}
+
 fn activity_graphs(store: &Store) -> Result<Vec<NamedNode>> {
     Ok(store
         .db()
@@ -122,15 +159,6 @@ fn activity_graphs(store: &Store) -> Result<Vec<NamedNode>> {
             Err(e) => Some(Err(e)),
         })
         .collect::<std::result::Result<_, _>>()?)
-}
-
-fn progress(done: &Moved, started: Instant) {
-    tracing::info!(
-        payloads = done.payloads,
-        removed = done.removed,
-        seconds = started.elapsed().as_secs(),
-        "rewriting activity graphs from before 2026-11-26"
-    );
 }
 
 #[derive(Default)]
@@ -281,5 +309,74 @@ mod tests {
             &mut done,
         );
         assert_eq!((batch.remove, batch.insert), (vec![status], vec![]));
+    }
+
+    /// A rewrite asked to stop stops after its first batch, leaves every activity whole in one
+    /// layout or the other and the store unmarked; the next run finishes it.
+    #[test]
+    fn a_stopped_rewrite_leaves_whole_activities_and_the_next_one_finishes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let gn = GraphName::NamedNode(NamedNode::new_unchecked(format!("{ACTIVITIES}k")));
+        let n = 600; // five changes each: more than one batch
+        let entry = |i: usize| NamedNode::new_unchecked(format!("{ENTRY}{i:032x}"));
+        let old: Vec<Quad> = (0..n)
+            .flat_map(|i| {
+                let act = NamedNode::new_unchecked(format!("urn:dataspace-node:activity:{i}"));
+                let id = format!("{i:032x}");
+                [
+                    Quad::new(act.clone(), dsn("logEntry"), entry(i), gn.clone()),
+                    Quad::new(act.clone(), dsn("payload"), payload(&id), gn.clone()),
+                    Quad::new(
+                        act.clone(),
+                        dsn("trustCredential"),
+                        Literal::from("c"),
+                        gn.clone(),
+                    ),
+                    Quad::new(act, dsn("activityHash"), Literal::from("h"), gn.clone()),
+                    Quad::new(entry(i), dsn("entryJson"), Literal::from("{}"), gn.clone()),
+                ]
+            })
+            .collect();
+        store
+            .write(|tx| {
+                old.iter().for_each(|q| {
+                    tx.insert(q);
+                });
+                Ok(())
+            })
+            .unwrap();
+        let on_entries = |store: &Store| {
+            (0..n)
+                .filter(|&i| {
+                    let q = Quad::new(
+                        entry(i),
+                        dsn("payload"),
+                        payload(&format!("{i:032x}")),
+                        gn.clone(),
+                    );
+                    store.db().contains(&q).unwrap()
+                })
+                .count()
+        };
+
+        assert_eq!(run(&store, &|| true).unwrap(), None);
+        let moved = on_entries(&store);
+        assert!(0 < moved && moved < n, "{moved}");
+        assert!(pending(&store).unwrap());
+        // Whole activities: each payload is on its entry or still on its node, never both or
+        // neither.
+        let on_nodes = store
+            .db()
+            .quads_for_pattern(None, Some(dsn("payload").as_ref()), None, None)
+            .filter(|q| !q.as_ref().unwrap().subject.to_string().contains(ENTRY))
+            .count();
+        assert_eq!(moved + on_nodes, n);
+
+        let done = run(&store, &|| false).unwrap().unwrap();
+        assert_eq!(done.payloads, n - moved);
+        assert_eq!(on_entries(&store), n);
+        assert!(!pending(&store).unwrap());
+        assert_eq!(store.db().len().unwrap(), 2 * n + 1);
     }
 }

@@ -32,13 +32,30 @@ pub fn of_entry_in(
     entry_id: &str,
 ) -> Result<Option<Value>> {
     let log = graphs::minted("activity-log", entry_id);
-    if let Some(text) = payloads(source, graph, log.as_ref().into())?
-        .into_iter()
-        .next()
-    {
-        return Ok(serde_json::from_str(&text).ok());
+    let on_entry = || -> Result<Option<Value>> {
+        let found = payloads(source, graph, log.as_ref().into())?
+            .into_iter()
+            .next();
+        Ok(found.and_then(|text| serde_json::from_str(&text).ok()))
+    };
+    if let Some(activity) = on_entry()? {
+        return Ok(Some(activity));
     }
-    // The layout of before: the payload on the activity node, which names the entry.
+    if let Some(activity) = earlier_layout(source, graph, &log, entry_id)? {
+        return Ok(Some(activity));
+    }
+    // Each look-up reads the store as it is then: the rewrite may have moved the payload onto
+    // the entry between the two above (layouts only ever go from the earlier to this one).
+    on_entry()
+}
+
+/// The payload on the activity node that names the entry: the layout before 2026-11-26.
+fn earlier_layout(
+    source: &impl QuadSource,
+    graph: &NamedNode,
+    log: &NamedNode,
+    entry_id: &str,
+) -> Result<Option<Value>> {
     let log_entry = dsn("logEntry");
     for quad in source.matching(
         None,

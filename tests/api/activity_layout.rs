@@ -141,25 +141,23 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     }
 
     let halted = node.halt().await;
+    let layout = NamedNode::new_unchecked("urn:dataspace-node:system:layout");
+    let marker = Quad::new(
+        layout.clone(),
+        dsn("activityLayout"),
+        Literal::from("entry"),
+        GraphName::NamedNode(layout),
+    );
     let now = {
         let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
         let now = activity_graphs(&store);
         assert!(now.1, "{now:?}");
         assert_eq!(to_earlier_layout(&store), 5);
-        let layout = NamedNode::new_unchecked("urn:dataspace-node:system:layout");
-        let marker = Quad::new(
-            layout.clone(),
-            dsn("activityLayout"),
-            Literal::from("entry"),
-            GraphName::NamedNode(layout),
-        );
         assert!(
             store.db().contains(&marker).unwrap(),
             "a new store is marked"
         );
-        store.db().remove(&marker).unwrap();
         assert_ne!(activity_graphs(&store), now);
-        // Until the node has rewritten it, the reads find each payload in the earlier layout.
         for (who, id) in &posted {
             let graph = graphs::activities(who.org());
             let payload = activities::of_entry(&store, &graph, id).unwrap().unwrap();
@@ -168,16 +166,11 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
         }
         now
     };
+
+    // The marker left in place, the node rewrites nothing: every read below takes the
+    // earlier layout.
     let node = TestNode::start_again(halted).await;
     assert_eq!(reads(&node, &posted, &trader).await, before);
-    // The store holds what the inbox writes now, and nothing more.
-    let halted = node.halt().await;
-    {
-        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
-        assert_eq!(activity_graphs(&store), now);
-    }
-    let node = TestNode::start_again(halted).await;
-
     // A replay is answered with the stored entry and its attestation.
     let replay = trader
         .post(&node, &consignment(trader.org(), "Update", "KEMBA", "3"))
@@ -192,4 +185,22 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     assert_eq!(newest["type"], json!("UPDATE"), "{newest:#}");
     assert_eq!(newest["changed"], json!([ARRIVAL_CODE]), "{newest:#}");
     assert!(newest["attestation"].as_str().is_some(), "{newest:#}");
+    let after = reads(&node, &posted, &trader).await;
+
+    // Without the marker, the node rewrites the earlier layout while it serves; the reads
+    // answer as before, and the store then holds what the inbox writes now, nothing more.
+    let halted = node.halt().await;
+    {
+        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
+        assert!(!activity_graphs(&store).1, "still in the earlier layout");
+        store.db().remove(&marker).unwrap();
+    }
+    let node = TestNode::start_again(halted).await;
+    assert_eq!(reads(&node, &posted, &trader).await, after);
+    let halted = node.halt().await;
+    let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
+    assert!(store.db().contains(&marker).unwrap());
+    // The Update's entry is the sixth, in the new layout from the start.
+    let expected: Vec<(String, usize)> = now.0.into_iter().map(|(p, n)| (p, n + 1)).collect();
+    assert_eq!(activity_graphs(&store), (expected, true));
 }
