@@ -13,8 +13,9 @@
 //! subjects, one transaction each (a payload moves in the transaction that drops its activity
 //! node), so a crash or a shutdown between batches leaves each activity in one layout or the
 //! other, and the next start goes over the graphs again (rewriting only what is left); after
-//! each batch, and every 20,000 quads read, it waits as long as that stretch took, so it takes
-//! about half of a core (one subject with many entries is one batch, however large). A marker
+//! each batch, and every 20,000 quads read, it waits as long as that stretch took (at most a
+//! second, asking every 50 ms whether to stop), so it takes about half of a core (one subject
+//! with many entries is one batch, however large). A marker
 //! in the layout graph says it is done, so later starts cost one look-up. A payload whose
 //! credential names none of its node's entries was never readable (the reads pick a node's
 //! payload by the credential's `jti`); it is left where it is.
@@ -25,7 +26,6 @@ use oxigraph::model::{GraphName, NamedNode, NamedOrBlankNode, Quad, Term};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::rdf::literal;
 use crate::store::{activities, graphs, Store};
 use crate::vocab::dsn;
 
@@ -43,12 +43,7 @@ const ACTIVITIES: &str = "urn:dataspace-node:activities:";
 const ENTRY: &str = "urn:dataspace-node:activity-log:";
 
 fn marker() -> Quad {
-    Quad::new(
-        graphs::layout(),
-        dsn("activityLayout"),
-        literal("entry"),
-        GraphName::NamedNode(graphs::layout()),
-    )
+    graphs::layout_marker("activityLayout", "entry")
 }
 
 /// Whether the upgrade is still to run. Blocking.
@@ -72,18 +67,19 @@ pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> 
     let mut batch = Batch::default();
     let started = Instant::now();
     let mut pace = Pace::new();
+    // Quads read since the last pause, across graphs: most organisations' graphs are small.
+    let mut read = 0usize;
     for graph in &activity_graphs(store)? {
         // The graph's quads come ordered by subject; the scan reads a snapshot, which the
         // batches written meanwhile do not disturb (and which writes since never concern:
         // the inbox writes only on log entries).
         let mut group: Vec<Quad> = Vec::new();
-        let mut scanned = 0usize;
         for quad in store
             .db()
             .quads_for_pattern(None, None, None, Some(graph.as_ref().into()))
         {
             let quad = quad?;
-            scanned += 1;
+            read += 1;
             if group.first().is_some_and(|q| q.subject != quad.subject) {
                 batch.subject(std::mem::take(&mut group), graph, &mut done);
                 let full = batch.len() >= BATCH;
@@ -92,9 +88,9 @@ pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> 
                 }
                 // A rewrite stopped before goes over what it did again: reading only, but
                 // paced and stoppable as well.
-                if full || scanned.is_multiple_of(SCAN_CHUNK) {
-                    pace.pause(&done, started);
-                    if stopping() {
+                if full || read >= SCAN_CHUNK {
+                    read = 0;
+                    if stopping() || pace.pause(&done, started, stopping) {
                         return Ok(None);
                     }
                 }
@@ -134,8 +130,15 @@ impl Pace {
         }
     }
 
-    fn pause(&mut self, done: &Moved, started: Instant) {
-        std::thread::sleep(self.since.elapsed());
+    /// Waits (at most a second, in slices that ask `stopping`); `true` when asked to stop.
+    fn pause(&mut self, done: &Moved, started: Instant, stopping: &dyn Fn() -> bool) -> bool {
+        let until = Instant::now() + self.since.elapsed().min(Duration::from_secs(1));
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            if stopping() {
+                return true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
         self.since = Instant::now();
         if self.reported.elapsed() >= PROGRESS {
             self.reported = self.since;
@@ -146,6 +149,7 @@ impl Pace {
                 "rewriting activity graphs from before 2026-11-26"
             );
         }
+        false
     }
 }
 
@@ -378,5 +382,44 @@ mod tests {
         assert_eq!(on_entries(&store), n);
         assert!(!pending(&store).unwrap());
         assert_eq!(store.db().len().unwrap(), 2 * n + 1);
+    }
+
+    /// Where there is nothing to rewrite (failed entries: two quads each, in many graphs or
+    /// one), reading still pauses and asks whether to stop.
+    #[test]
+    fn a_rewrite_that_only_reads_still_stops() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let quads: Vec<Quad> = (0..SCAN_CHUNK / 2 + 1)
+            .flat_map(|i| {
+                let g = GraphName::NamedNode(NamedNode::new_unchecked(format!(
+                    "{ACTIVITIES}{}",
+                    i % 3
+                )));
+                let entry = NamedNode::new_unchecked(format!("{ENTRY}{i:032x}"));
+                [
+                    Quad::new(
+                        entry.clone(),
+                        dsn("entryJson"),
+                        Literal::from("{}"),
+                        g.clone(),
+                    ),
+                    Quad::new(entry, dsn("type"), Literal::from("t"), g),
+                ]
+            })
+            .collect();
+        store
+            .write(|tx| {
+                quads.iter().for_each(|q| {
+                    tx.insert(q);
+                });
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(run(&store, &|| true).unwrap(), None);
+        assert!(pending(&store).unwrap());
+        assert_eq!(run(&store, &|| false).unwrap(), Some(Moved::default()));
+        assert!(!pending(&store).unwrap());
+        assert_eq!(store.db().len().unwrap(), quads.len() + 1);
     }
 }

@@ -13,7 +13,6 @@ use oxigraph::model::{GraphName, NamedNode, NamedOrBlankNode, Quad, Term};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::rdf::literal;
 use crate::store::{activities, graphs, Store};
 use crate::vocab::dsn;
 
@@ -21,12 +20,7 @@ use crate::vocab::dsn;
 const BATCH: usize = 20_000;
 
 fn marker() -> Quad {
-    Quad::new(
-        graphs::layout(),
-        dsn("descriptionJson"),
-        literal("activity"),
-        GraphName::NamedNode(graphs::layout()),
-    )
+    graphs::layout_marker("descriptionJson", "activity")
 }
 
 /// Whether the upgrade is still to run. Blocking.

@@ -30,12 +30,7 @@ struct Legacy {
 }
 
 fn marker() -> Quad {
-    Quad::new(
-        graphs::layout(),
-        dsn("revisions"),
-        literal("system-events"),
-        GraphName::NamedNode(graphs::layout()),
-    )
+    graphs::layout_marker("revisions", "system-events")
 }
 
 /// Whether the upgrade is still to run. Blocking.

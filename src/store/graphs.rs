@@ -4,7 +4,7 @@
 //! logs. No read path or caller query is ever given one of them: a caller's dataset is always
 //! built from an explicit list of contribution graphs, never from "all graphs".
 
-use oxigraph::model::NamedNode;
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
 
 const SYSTEM: &str = "urn:dataspace-node:system:";
 
@@ -77,6 +77,16 @@ pub fn org_key(org_did: &str) -> String {
 /// Where the store's layout version is kept.
 pub fn layout() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}layout"))
+}
+
+/// The quad in the layout graph that says an upgrade ran: `dsn:<property> "<value>"`.
+pub fn layout_marker(property: &str, value: &str) -> Quad {
+    Quad::new(
+        layout(),
+        crate::vocab::dsn(property),
+        Literal::new_simple_literal(value),
+        GraphName::NamedNode(layout()),
+    )
 }
 
 /// One organisation's contribution to one consignment: the description (publisher) or the

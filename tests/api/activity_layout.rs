@@ -197,6 +197,8 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     }
     let node = TestNode::start_again(halted).await;
     assert_eq!(reads(&node, &posted, &trader).await, after);
+    // Done by the halt: a store this small is one batch, which no shutdown interrupts (a
+    // larger one would be finished by a later start).
     let halted = node.halt().await;
     let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
     assert!(store.db().contains(&marker).unwrap());
