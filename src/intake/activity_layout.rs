@@ -26,7 +26,8 @@ use oxigraph::model::{GraphName, NamedNode, NamedOrBlankNode, Quad, Term};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::store::{activities, graphs, Store};
+use crate::store::graphs::LayoutMarker;
+use crate::store::{activities, Store};
 use crate::vocab::dsn;
 
 /// Quads changed per transaction (at most, about): bounds the memory of one commit and how
@@ -42,13 +43,14 @@ const SCAN_CHUNK: usize = 20_000;
 const ACTIVITIES: &str = "urn:dataspace-node:activities:";
 const ENTRY: &str = "urn:dataspace-node:activity-log:";
 
-fn marker() -> Quad {
-    graphs::layout_marker("activityLayout", "entry")
-}
+const MARKER: LayoutMarker = LayoutMarker {
+    property: "activityLayout",
+    value: "entry",
+};
 
 /// Whether the upgrade is still to run. Blocking.
 pub fn pending(store: &Store) -> Result<bool> {
-    Ok(!store.db().contains(&marker())?)
+    Ok(!store.upgraded(&MARKER)?)
 }
 
 /// What the upgrade did.
@@ -101,7 +103,7 @@ pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> 
             batch.subject(group, graph, &mut done);
         }
     }
-    batch.insert.push(marker());
+    batch.insert.push(MARKER.quad());
     batch.write(store)?;
     if done != Moved::default() {
         tracing::info!(
@@ -216,19 +218,10 @@ impl Batch {
     }
 
     fn write(&mut self, store: &Store) -> Result<()> {
-        let (remove, insert) = (
-            std::mem::take(&mut self.remove),
-            std::mem::take(&mut self.insert),
-        );
-        store.write(|tx| {
-            remove.iter().for_each(|q| {
-                tx.remove(q);
-            });
-            insert.iter().for_each(|q| {
-                tx.insert(q);
-            });
-            Ok(())
-        })
+        store.rewrite(&self.remove, &self.insert)?;
+        self.remove.clear();
+        self.insert.clear();
+        Ok(())
     }
 }
 
@@ -342,14 +335,7 @@ mod tests {
                 ]
             })
             .collect();
-        store
-            .write(|tx| {
-                old.iter().for_each(|q| {
-                    tx.insert(q);
-                });
-                Ok(())
-            })
-            .unwrap();
+        store.rewrite(&[], &old).unwrap();
         let on_entries = |store: &Store| {
             (0..n)
                 .filter(|&i| {
@@ -408,14 +394,7 @@ mod tests {
                 ]
             })
             .collect();
-        store
-            .write(|tx| {
-                quads.iter().for_each(|q| {
-                    tx.insert(q);
-                });
-                Ok(())
-            })
-            .unwrap();
+        store.rewrite(&[], &quads).unwrap();
         assert_eq!(run(&store, &|| true).unwrap(), None);
         assert!(pending(&store).unwrap());
         assert_eq!(run(&store, &|| false).unwrap(), Some(Moved::default()));

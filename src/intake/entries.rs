@@ -28,9 +28,10 @@ impl Intake {
         else {
             return Ok(None);
         };
-        // An activity node the caller named twice holds two credentials: the one issued for
-        // this entry (its `jti`) is the entry's.
-        entry.attestation = activities::credential_of(&self.store, &graph, id)?;
+        // A failed entry applied nothing: no activity, no credential.
+        if !entry.failed() {
+            entry.attestation = activities::credential_of(&self.store, &graph, id)?;
+        }
         Ok(Some(entry))
     }
 }

@@ -13,19 +13,21 @@ use oxigraph::model::{GraphName, NamedNode, NamedOrBlankNode, Quad, Term};
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::store::graphs::LayoutMarker;
 use crate::store::{activities, graphs, Store};
 use crate::vocab::dsn;
 
 /// Quads changed per transaction (at most, about): bounds the memory of one commit.
 const BATCH: usize = 20_000;
 
-fn marker() -> Quad {
-    graphs::layout_marker("descriptionJson", "activity")
-}
+const MARKER: LayoutMarker = LayoutMarker {
+    property: "descriptionJson",
+    value: "activity",
+};
 
 /// Whether the upgrade is still to run. Blocking.
 pub fn pending(store: &Store) -> Result<bool> {
-    Ok(!store.db().contains(&marker())?)
+    Ok(!store.upgraded(&MARKER)?)
 }
 
 /// What the upgrade did: summaries that now name their activity, and those that keep their copy.
@@ -73,7 +75,7 @@ pub fn run(store: &Store) -> Result<Upgraded> {
             write(store, &mut remove, &mut insert)?;
         }
     }
-    insert.push(marker());
+    insert.push(MARKER.quad());
     write(store, &mut remove, &mut insert)?;
     if done != Upgraded::default() {
         tracing::info!(
@@ -168,18 +170,7 @@ fn first(
 }
 
 fn write(store: &Store, remove: &mut Vec<Quad>, insert: &mut Vec<Quad>) -> Result<()> {
-    if remove.is_empty() && insert.is_empty() {
-        return Ok(());
-    }
-    store.write(|tx| {
-        for q in remove.iter() {
-            tx.remove(q);
-        }
-        for q in insert.iter() {
-            tx.insert(q);
-        }
-        Ok(())
-    })?;
+    store.rewrite(remove, insert)?;
     remove.clear();
     insert.clear();
     Ok(())

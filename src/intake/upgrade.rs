@@ -14,6 +14,7 @@ use super::apply::json_literal;
 use crate::consignment::{changes, ports};
 use crate::error::Result;
 use crate::rdf::{literal, node, text};
+use crate::store::graphs::LayoutMarker;
 use crate::store::{activities, graphs, Queries, Query, Store};
 use crate::vocab::dsn;
 
@@ -29,13 +30,14 @@ struct Legacy {
     activities: Option<NamedNode>,
 }
 
-fn marker() -> Quad {
-    graphs::layout_marker("revisions", "system-events")
-}
+const MARKER: LayoutMarker = LayoutMarker {
+    property: "revisions",
+    value: "system-events",
+};
 
 /// Whether the upgrade is still to run. Blocking.
 pub fn pending(store: &Store) -> Result<bool> {
-    Ok(!store.db().contains(&marker())?)
+    Ok(!store.upgraded(&MARKER)?)
 }
 
 /// Returns how many system events were upgraded, then marks the store done. Blocking.
@@ -111,7 +113,7 @@ pub fn run(store: &Store, queries: &Queries, countries: &HashSet<String>) -> Res
             insert(store, &mut pending)?;
         }
     }
-    pending.push(marker());
+    pending.push(MARKER.quad());
     insert(store, &mut pending)?;
     if upgraded > 0 {
         tracing::info!(upgraded, "gave earlier system events their revision facts");

@@ -31,18 +31,26 @@ pub fn of_entry_in(
     graph: &NamedNode,
     entry_id: &str,
 ) -> Result<Option<Value>> {
+    Ok(payload_of(source, graph, entry_id)?.and_then(|text| serde_json::from_str(&text).ok()))
+}
+
+/// The payload's text, in either layout.
+fn payload_of(
+    source: &impl QuadSource,
+    graph: &NamedNode,
+    entry_id: &str,
+) -> Result<Option<String>> {
     let log = graphs::minted("activity-log", entry_id);
-    let on_entry = || -> Result<Option<Value>> {
-        let found = payloads(source, graph, log.as_ref().into())?
+    let on_entry = || -> Result<Option<String>> {
+        Ok(payloads(source, graph, log.as_ref().into())?
             .into_iter()
-            .next();
-        Ok(found.and_then(|text| serde_json::from_str(&text).ok()))
+            .next())
     };
-    if let Some(activity) = on_entry()? {
-        return Ok(Some(activity));
+    if let Some(text) = on_entry()? {
+        return Ok(Some(text));
     }
-    if let Some(activity) = earlier_layout(source, graph, &log, entry_id)? {
-        return Ok(Some(activity));
+    if let Some(text) = earlier_layout(source, graph, &log, entry_id)? {
+        return Ok(Some(text));
     }
     // Each look-up reads the store as it is then: the rewrite may have moved the payload onto
     // the entry between the two above (layouts only ever go from the earlier to this one).
@@ -55,7 +63,7 @@ fn earlier_layout(
     graph: &NamedNode,
     log: &NamedNode,
     entry_id: &str,
-) -> Result<Option<Value>> {
+) -> Result<Option<String>> {
     let log_entry = dsn("logEntry");
     for quad in source.matching(
         None,
@@ -64,14 +72,11 @@ fn earlier_layout(
         graph.as_ref(),
     )? {
         for text in payloads(source, graph, quad.subject.as_ref())? {
-            let Ok(value) = serde_json::from_str::<Value>(&text) else {
-                continue;
-            };
             // An activity node the caller named twice (its own `id`) holds two payloads: the
             // credential of each names the entry that applied it.
-            let credential = value.get("trustCredential").and_then(Value::as_str);
-            if credential.is_some_and(|c| issued_for(c, entry_id)) {
-                return Ok(Some(value));
+            let credential = credential_in(&text);
+            if credential.is_some_and(|c| issued_for(&c, entry_id)) {
+                return Ok(Some(text));
             }
         }
     }
@@ -132,8 +137,18 @@ quad_source!(Transaction<'_>);
 /// in the activity's payload (until 2026-11-26 also a quad of its own, `dsn:trustCredential`,
 /// the same string). Blocking.
 pub fn credential_of(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<String>> {
-    Ok(of_entry(store, graph, entry_id)?
-        .and_then(|activity| Some(activity.get("trustCredential")?.as_str()?.to_owned())))
+    Ok(payload_of(store.db(), graph, entry_id)?.and_then(|text| credential_in(&text)))
+}
+
+/// The `trustCredential` of a payload, without building the rest of it (the history reads one
+/// per revision).
+fn credential_in(payload: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Credential {
+        #[serde(rename = "trustCredential")]
+        credential: Option<String>,
+    }
+    serde_json::from_str::<Credential>(payload).ok()?.credential
 }
 
 fn issued_for(credential: &str, entry_id: &str) -> bool {

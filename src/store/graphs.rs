@@ -79,14 +79,21 @@ pub fn layout() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}layout"))
 }
 
-/// The quad in the layout graph that says an upgrade ran: `dsn:<property> "<value>"`.
-pub fn layout_marker(property: &str, value: &str) -> Quad {
-    Quad::new(
-        layout(),
-        crate::vocab::dsn(property),
-        Literal::new_simple_literal(value),
-        GraphName::NamedNode(layout()),
-    )
+/// What says in the layout graph that an upgrade of the store ran: `dsn:<property> "<value>"`.
+pub struct LayoutMarker {
+    pub property: &'static str,
+    pub value: &'static str,
+}
+
+impl LayoutMarker {
+    pub fn quad(&self) -> Quad {
+        Quad::new(
+            layout(),
+            crate::vocab::dsn(self.property),
+            Literal::new_simple_literal(self.value),
+            GraphName::NamedNode(layout()),
+        )
+    }
 }
 
 /// One organisation's contribution to one consignment: the description (publisher) or the

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{NamedNode, Term};
+use oxigraph::model::{NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
 use crate::config::STORE_OPEN_FILES as MAX_OPEN_FILES;
@@ -92,6 +92,27 @@ impl Store {
             opened_token,
             sealed: AtomicBool::new(sealed),
         }
+    }
+
+    /// Whether the upgrade `marker` stands for has run on this store. Blocking.
+    pub fn upgraded(&self, marker: &graphs::LayoutMarker) -> Result<bool> {
+        Ok(self.db.contains(&marker.quad())?)
+    }
+
+    /// One batch of an upgrade: `remove` and `insert` in one transaction. Blocking.
+    pub fn rewrite(&self, remove: &[Quad], insert: &[Quad]) -> Result<()> {
+        if remove.is_empty() && insert.is_empty() {
+            return Ok(());
+        }
+        self.write(|tx| {
+            remove.iter().for_each(|q| {
+                tx.remove(q);
+            });
+            insert.iter().for_each(|q| {
+                tx.insert(q);
+            });
+            Ok(())
+        })
     }
 
     /// The token of the models snapshot this store state matches, if any ([`snapshot`]).

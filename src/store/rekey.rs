@@ -16,7 +16,6 @@ use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Ter
 
 use super::{graphs, Store};
 use crate::error::Result;
-use crate::vocab::dsn;
 
 const MINTED: &str = graphs::MINTED_PREFIX;
 /// Names with an organisation key: `<kind>:<aig hex>:<key>` or `<kind>:<key>`.
@@ -30,14 +29,10 @@ const LAYOUT: &str = "did-sha256";
 /// Renames are written this many at a time.
 const BATCH: usize = 10_000;
 
-fn marker() -> Quad {
-    Quad::new(
-        graphs::layout(),
-        dsn("orgKeys"),
-        Literal::new_simple_literal(LAYOUT),
-        GraphName::NamedNode(graphs::layout()),
-    )
-}
+const MARKER: graphs::LayoutMarker = graphs::LayoutMarker {
+    property: "orgKeys",
+    value: LAYOUT,
+};
 
 /// The key the node used before: the id segment when it was plain alphanumeric.
 pub fn legacy_org_key(org_did: &str) -> String {
@@ -51,7 +46,7 @@ pub fn legacy_org_key(org_did: &str) -> String {
 
 /// Renames the store's old-keyed names; returns how many quads changed. Blocking.
 pub fn run(store: &Store) -> Result<usize> {
-    if store.db().contains(&marker())? {
+    if store.upgraded(&MARKER)? {
         return Ok(0);
     }
     let known = Known::read(store)?;
@@ -69,7 +64,7 @@ pub fn run(store: &Store) -> Result<usize> {
     }
     changed += apply(store, &mut batch)?;
     store.write(|tx| {
-        tx.insert(&marker());
+        tx.insert(&MARKER.quad());
         Ok(())
     })?;
     if changed > 0 {

@@ -91,17 +91,7 @@ fn to_earlier_layout(store: &Store) -> usize {
             Quad::new(log.clone(), dsn("status"), Literal::from("completed"), g),
         ]);
     }
-    store
-        .write(|tx| {
-            payloads.iter().for_each(|q| {
-                tx.remove(q);
-            });
-            old.iter().for_each(|q| {
-                tx.insert(q);
-            });
-            Ok(())
-        })
-        .unwrap();
+    store.rewrite(&payloads, &old).unwrap();
     payloads.len()
 }
 
