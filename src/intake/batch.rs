@@ -2,10 +2,11 @@
 //! (`dataspace-node load`). Each activity gets the inbox's checks and its write — the same
 //! `prepare` and `write` as [`Intake::process`], in file order — so the store ends as if each
 //! had been posted; only the commits are shared: one per run of `Create`s (their new
-//! contribution graphs through the bulk loader, `store::bulk`), one per run of other kinds.
-//! Oxigraph's transactions read their own writes, so a line sees what the lines before it in
-//! its run wrote (ids taken, a repeated line answered as a replay); an `Update` or `Add` after
-//! a run of `Create`s waits for that run's commit.
+//! contribution graphs, records and payloads through the bulk loader, `store::bulk`), one per
+//! run of other kinds. A line sees what the lines before it in its run wrote: a repeated line
+//! is a replay (Oxigraph's transactions read their own writes, and the log entries are in the
+//! transaction), ids taken are in the transaction or the commit's claims of deferred records;
+//! an `Update` or `Add` after a run of `Create`s waits for that run's commit.
 //!
 //! Unlike the inbox, a failed activity leaves nothing: no failed log entry. The load reports it
 //! and a load of the same file later applies it once it is mended (lines applied before are

@@ -4,23 +4,30 @@
 //! description, summary and system event spend most of its time (measured: RocksDB's skip-list
 //! inserts were over half of a load's profile).
 //!
-//! Only quads of graphs that did not exist before the write may be deferred (a `Create`'s
-//! contribution graph): nothing reads them until the write commits, and they can be removed
-//! whole. The order under the writer lock is:
+//! Only quads that can be removed whole may be deferred: those of graphs that did not exist
+//! before the write (a `Create`'s contribution graph), and those of subjects the write creates
+//! in graphs that did (its record in the index, its payload on a new log entry). Nothing reads
+//! them until the write commits. The order under the writer lock is:
 //!
 //! 1. the write's closure fills the transaction and the deferred quads;
 //! 2. a small commit notes each deferred graph as pending (`<g> dsn:bulkPending true` in
-//!    `urn:dataspace-node:system:bulk`);
+//!    `urn:dataspace-node:system:bulk`), and the deferred subjects of each existing graph, in
+//!    one quad per graph (`<g> dsn:bulkPendingSubjects "<s1> <s2> …"`: a note per subject
+//!    made the commit's notes and their removal cost a tenth of a load's rate, measured);
 //! 3. the bulk loader ingests the deferred quads (atomic across column families);
 //! 4. the transaction commits, removing the notes with everything else it writes.
 //!
 //! A crash before 3 completes leaves notes and no transaction; one between 3 and 4 leaves notes
 //! and graphs whose records, log entries and markers were never committed. Either way
-//! [`clean_up`], run by [`super::Store::open`] before anything reads, empties every noted graph
-//! and drops the notes: the store holds whole writes only.
+//! [`clean_up`], run by [`super::Store::open`] before anything reads, empties every noted graph,
+//! removes every noted subject from its graph and drops the notes: the store holds whole writes
+//! only.
+//!
+//! The transaction does not see deferred quads, so a later write of the same commit that would
+//! read them asks here instead: the ids a deferred record claims ([`Deferred::claims`]).
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
 
@@ -32,6 +39,11 @@ use crate::vocab::dsn;
 pub struct Deferred {
     quads: Vec<Quad>,
     graphs: BTreeSet<NamedNode>,
+    /// Subjects created in graphs that existed before, by graph.
+    subjects: BTreeMap<NamedNode, BTreeSet<NamedNode>>,
+    /// The ids (any of globalId, identifier, `aig:<hex>`) of the deferred records, per
+    /// publisher: (publisher, id).
+    claimed: HashSet<(String, String)>,
 }
 
 impl Deferred {
@@ -43,6 +55,33 @@ impl Deferred {
             }
         }
         self.quads.push(quad);
+    }
+
+    /// Defers `quad`, whose subject this write creates in its (existing) graph: nothing else
+    /// has or will have a quad of that subject in that graph before the write commits.
+    pub fn add_of_new_subject(&mut self, quad: Quad) {
+        if let (NamedOrBlankNode::NamedNode(s), GraphName::NamedNode(g)) =
+            (&quad.subject, &quad.graph_name)
+        {
+            let subjects = self.subjects.entry(g.clone()).or_default();
+            if !subjects.contains(s) {
+                subjects.insert(s.clone());
+            }
+            self.quads.push(quad);
+        }
+    }
+
+    /// Notes that a deferred record of `publisher` holds `ids`.
+    pub fn claim(&mut self, publisher: &str, ids: impl IntoIterator<Item = String>) {
+        for id in ids {
+            self.claimed.insert((publisher.to_owned(), id));
+        }
+    }
+
+    /// Whether a deferred record of `publisher` holds `id`.
+    pub fn claims(&self, publisher: &str, id: &str) -> bool {
+        self.claimed
+            .contains(&(publisher.to_owned(), id.to_owned()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -66,9 +105,24 @@ fn note(graph: &NamedNode) -> Quad {
     )
 }
 
-/// Steps 2 and 3; the caller's transaction removes the notes ([`unnote`]) and commits.
+fn note_subjects((graph, subjects): (&NamedNode, &BTreeSet<NamedNode>)) -> Quad {
+    let listed: Vec<&str> = subjects.iter().map(NamedNode::as_str).collect();
+    Quad::new(
+        NamedOrBlankNode::NamedNode(graph.clone()),
+        dsn("bulkPendingSubjects"),
+        Term::Literal(Literal::from(listed.join(" "))),
+        GraphName::NamedNode(notes_graph()),
+    )
+}
+
+/// Steps 2 and 3; the caller's transaction removes the notes it is given back and commits.
 pub(super) fn write(db: &oxigraph::store::Store, deferred: Deferred) -> Result<Vec<Quad>> {
-    let notes: Vec<Quad> = deferred.graphs.iter().map(note).collect();
+    let notes: Vec<Quad> = deferred
+        .graphs
+        .iter()
+        .map(note)
+        .chain(deferred.subjects.iter().map(note_subjects))
+        .collect();
     let mut tx = db.start_transaction()?;
     for n in &notes {
         tx.insert(n);
@@ -83,7 +137,8 @@ pub(super) fn write(db: &oxigraph::store::Store, deferred: Deferred) -> Result<V
     Ok(notes)
 }
 
-/// Empties every graph a bulk write noted and did not commit. At open, before any reader.
+/// Empties every graph and removes every subject a bulk write noted and did not commit. At
+/// open, before any reader.
 pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
     let notes: Vec<Quad> = db
         .quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()))
@@ -94,22 +149,60 @@ pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
     let mut tx = db.start_transaction()?;
     for n in &notes {
         if let NamedOrBlankNode::NamedNode(g) = &n.subject {
-            let quads: Vec<Quad> = tx
-                .quads_for_pattern(None, None, None, Some(g.as_ref().into()))
-                .collect::<std::result::Result<_, _>>()?;
-            for q in &quads {
-                tx.remove(q);
+            match listed_subjects(n) {
+                // Subjects in a graph that existed: only their quads go.
+                Some(subjects) => {
+                    for s in subjects {
+                        remove_all(&mut tx, Some(&s), g)?;
+                    }
+                }
+                // A new graph: all of it goes.
+                None => {
+                    remove_all(&mut tx, None, g)?;
+                    tx.remove_named_graph(g.as_ref())?;
+                }
             }
-            tx.remove_named_graph(g.as_ref())?;
         }
         tx.remove(n);
     }
     tx.commit()?;
     tracing::warn!(
-        graphs = notes.len(),
-        "removed the graphs of a bulk write that did not commit (the load was stopped)"
+        notes = notes.len(),
+        "removed the graphs and subjects of a bulk write that did not commit (the load was stopped)"
     );
     Ok(notes.len())
+}
+
+fn listed_subjects(note: &Quad) -> Option<Vec<NamedNode>> {
+    match &note.object {
+        Term::Literal(l) if note.predicate == dsn("bulkPendingSubjects") => Some(
+            l.value()
+                .split_whitespace()
+                .map(NamedNode::new_unchecked)
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Removes the quads of `subject` (or all) in `graph`.
+fn remove_all(
+    tx: &mut oxigraph::store::Transaction<'_>,
+    subject: Option<&NamedNode>,
+    graph: &NamedNode,
+) -> Result<()> {
+    let quads: Vec<Quad> = tx
+        .quads_for_pattern(
+            subject.map(|s| s.as_ref().into()),
+            None,
+            None,
+            Some(graph.as_ref().into()),
+        )
+        .collect::<std::result::Result<_, _>>()?;
+    for q in &quads {
+        tx.remove(q);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -127,6 +220,15 @@ mod tests {
         )
     }
 
+    fn of(subject: u32, object: u32, g: &str) -> Quad {
+        Quad::new(
+            NamedNode::new_unchecked(format!("urn:x:{subject}")),
+            NamedNode::new_unchecked("urn:x:p"),
+            NamedNode::new_unchecked(format!("urn:x:{object}")),
+            GraphName::NamedNode(NamedNode::new_unchecked(g)),
+        )
+    }
+
     #[test]
     fn deferred_quads_commit_with_the_transaction_or_go_at_the_next_open() {
         let dir = tempfile::tempdir().unwrap();
@@ -134,27 +236,41 @@ mod tests {
             let store = Store::open(dir.path()).unwrap();
             store
                 .commit_deferred(|tx, _, deferred| {
-                    deferred.borrow_mut().add(quad("urn:g:kept", 1));
+                    let mut d = deferred.borrow_mut();
+                    d.add(quad("urn:g:kept", 1));
+                    d.add_of_new_subject(of(10, 1, "urn:g:index"));
+                    d.add_of_new_subject(of(10, 2, "urn:g:index"));
                     tx.insert(&quad("urn:g:index", 1));
                     Ok(())
                 })
                 .unwrap();
-            // A crash between the ingest and the commit: the notes and the ingested graph,
-            // no transaction.
+            // A crash between the ingest and the commit: the notes, the ingested graph and
+            // the new subject's quads in a graph that holds others, no transaction.
             let mut d = Deferred::default();
             d.add(quad("urn:g:lost", 2));
             d.add(quad("urn:g:lost", 3));
+            d.add_of_new_subject(of(11, 1, "urn:g:index"));
+            d.add_of_new_subject(of(11, 2, "urn:g:index"));
+            d.add_of_new_subject(of(12, 1, "urn:g:index"));
             write(store.db(), d).unwrap();
             assert!(store.db().contains(&quad("urn:g:lost", 2)).unwrap());
+            assert!(store.db().contains(&of(11, 2, "urn:g:index")).unwrap());
         }
         let store = Store::open(dir.path()).unwrap();
         let db = store.db();
         assert!(db.contains(&quad("urn:g:kept", 1)).unwrap());
         assert!(db.contains(&quad("urn:g:index", 1)).unwrap());
+        assert!(db.contains(&of(10, 1, "urn:g:index")).unwrap());
+        assert!(db.contains(&of(10, 2, "urn:g:index")).unwrap());
         assert!(!db.contains(&quad("urn:g:lost", 2)).unwrap());
         assert!(!db.contains(&quad("urn:g:lost", 3)).unwrap());
+        assert!(!db.contains(&of(11, 1, "urn:g:index")).unwrap());
+        assert!(!db.contains(&of(11, 2, "urn:g:index")).unwrap());
+        assert!(!db.contains(&of(12, 1, "urn:g:index")).unwrap());
+        let index = NamedNode::new_unchecked("urn:g:index");
+        assert!(db.contains_named_graph(index.as_ref()).unwrap());
         let notes = db.quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()));
         assert_eq!(notes.count(), 0);
-        assert_eq!(db.len().unwrap(), 2);
+        assert_eq!(db.len().unwrap(), 4);
     }
 }

@@ -13,6 +13,16 @@ use crate::common::*;
 const SHARED: &str = "/supply-chain/data-space/consignments?scope=shared";
 
 async fn load(node_base: &str, data: &Path, org: &str, files: &[&Path]) -> Output {
+    load_in_batches(node_base, data, org, files, 3).await
+}
+
+async fn load_in_batches(
+    node_base: &str,
+    data: &Path,
+    org: &str,
+    files: &[&Path],
+    batch: usize,
+) -> Output {
     let mut args = vec![
         "load".to_owned(),
         "--data-dir".into(),
@@ -22,7 +32,7 @@ async fn load(node_base: &str, data: &Path, org: &str, files: &[&Path]) -> Outpu
         "--organization".into(),
         org.into(),
         "--batch".into(),
-        "3".into(),
+        batch.to_string(),
     ];
     args.extend(files.iter().map(|f| f.to_str().unwrap().to_owned()));
     tokio::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
@@ -273,6 +283,65 @@ async fn a_load_needs_an_organisation_of_the_node() {
     let node = TestNode::start_again(halted).await;
     let own = ok_json(trader.get(&node, LIST).await).await;
     assert_eq!(own["entities"].as_array().unwrap().len(), 0);
+}
+
+/// A batch's `Create`s share one commit whose records the bulk loader writes after the checks
+/// of every line: a line must still find the ids an earlier line of its batch took, and be a
+/// replay of an identical earlier line.
+#[tokio::test]
+async fn a_load_refuses_ids_taken_earlier_in_the_same_batch() {
+    let node = TestNode::start().await;
+    let (_op, trader, _agency) = kenya_circle(&node).await;
+    let base = node.base.clone();
+    let halted = node.halt().await;
+    let org = trader.org().to_owned();
+    let first = consignment_at(&org, 2, "KEMBA", "2026-12-20T06:00:00Z");
+    // The same ids, other content.
+    let same_ids = consignment_at(&org, 2, "TZDAR", "2027-01-05T06:00:00Z");
+    // Its globalId is new, its identifier the first one's.
+    let mut crossed = consignment_at(&org, 3, "TZDAR", "2027-01-06T06:00:00Z");
+    crossed["object"]["identifier"] = first["object"]["identifier"].clone();
+    let other = consignment_at(&org, 4, "KEMBA", "2026-12-21T06:00:00Z");
+    let lines = [&first, &same_ids, &first, &crossed, &other];
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let file = halted.2.path().join("one-batch.jsonl");
+    std::fs::write(&file, text.join("\n")).unwrap();
+    let out = load_in_batches(&base, &halted.0.data_dir, &org, &[&file], 100).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("2 applied, 1 applied before, 2 refused"),
+        "{stderr}"
+    );
+    let reported: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let numbers: Vec<u64> = reported
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, vec![2, 4], "{stdout}");
+    for r in &reported {
+        assert_eq!(r["error"]["cause"]["name"], "ConflictError", "{stdout}");
+    }
+
+    let node = TestNode::start_again(halted).await;
+    let mut listed = list_all(&node, &trader).await;
+    listed.sort();
+    let ids = |v: &Value| v["object"]["identifier"].as_str().unwrap().to_owned();
+    assert_eq!(listed, vec![ids(&first), ids(&other)]);
+    // The first line's content, not the refused line's with the same ids.
+    let page = ok_json(trader.get(&node, LIST).await).await;
+    let row = page["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["identifier"] == first["object"]["identifier"])
+        .cloned()
+        .unwrap();
+    assert_eq!(row["portOfEntryCode"], "KEMBA", "{row}");
 }
 
 #[tokio::test]

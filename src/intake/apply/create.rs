@@ -10,6 +10,7 @@ use crate::consignment::changes;
 use crate::error::Result;
 use crate::intake::log::TaskError;
 use crate::sharing::readable;
+use crate::store::graphs;
 use crate::store::{Committed, Events};
 
 impl Apply<'_> {
@@ -20,7 +21,7 @@ impl Apply<'_> {
     ) -> Result<Result<i64, TaskError>> {
         let (global_id, identifier) = self.ids();
         for key in [&global_id, &identifier] {
-            if self.lookup(tx, key)?.is_some() {
+            if self.lookup(tx, key)?.is_some() || self.claimed_in_commit(key) {
                 return Ok(Err(TaskError::conflict(format!(
                     "your organisation already has a consignment with globalId or identifier {key:?}"
                 ))));
@@ -35,8 +36,20 @@ impl Apply<'_> {
         };
         let now = self.now.to_owned();
         let object = self.split(&record.node().into());
-        // The contribution graph is new: a bulk load writes it around the transaction.
+        // The contribution graph is new, and so are the record (its aig id was just minted)
+        // and the log entry's payload (a load defers only an activity without an earlier
+        // entry): a bulk load writes them around the transaction.
         let mut w = Writer::deferring(tx, self.deferred, record.graph());
+        w.creates(record.node(), graphs::consignment_index());
+        w.creates(
+            graphs::minted("activity-log", self.entry_id),
+            graphs::activities(self.org()),
+        );
+        if let Some(d) = self.deferred {
+            let ids = [&record.global_id, &record.identifier].map(|s| s.to_string());
+            d.borrow_mut()
+                .claim(self.org(), ids.into_iter().chain([record.aig_id()]));
+        }
         w.triples(&object, &record.graph());
         self.summary(&mut w, &record, &now, &now);
         self.index(&mut w, &record, &now, &now);

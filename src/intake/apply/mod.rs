@@ -92,6 +92,13 @@ impl Apply<'_> {
         &self.caller.organization
     }
 
+    /// Whether a record this commit defers (a bulk load's earlier `Create` of the same run,
+    /// which the transaction does not see) holds `id`.
+    fn claimed_in_commit(&self, id: &str) -> bool {
+        self.deferred
+            .is_some_and(|d| d.borrow().claims(self.org(), id))
+    }
+
     fn ids(&self) -> (String, String) {
         let object = self.activity.object();
         (

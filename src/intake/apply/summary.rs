@@ -100,7 +100,10 @@ impl Apply<'_> {
     ) {
         let r = record.node();
         let g = &graphs::consignment_index();
-        w.add(
+        // In the transaction even when a bulk load defers the rest of a new record: routing
+        // and the readable markers read the circle, publisher included, in the same commit
+        // (`store::records::circle`); the ids are looked up there, or in the commit's claims.
+        w.add_now(
             r.clone(),
             dsn("publisher"),
             NamedNode::new_unchecked(self.org()),

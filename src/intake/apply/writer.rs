@@ -17,6 +17,9 @@ pub(super) struct Writer<'t, 'tx> {
     pub written: i64,
     /// Quads of this new graph go to the bulk loader instead (`store::bulk`).
     defer: Option<(&'t DeferredCell, NamedNode)>,
+    /// With `defer`: subjects this write creates in graphs that exist, (subject, graph),
+    /// whose quads go to the bulk loader as well.
+    new_subjects: Vec<(NamedNode, NamedNode)>,
     /// Quads this write replaces ([`Writer::replacing`]).
     replaced: HashSet<Quad>,
 }
@@ -27,6 +30,7 @@ impl<'t, 'tx> Writer<'t, 'tx> {
             tx,
             written: 0,
             defer: None,
+            new_subjects: Vec::new(),
             replaced: HashSet::new(),
         }
     }
@@ -60,11 +64,16 @@ impl<'t, 'tx> Writer<'t, 'tx> {
         graph: NamedNode,
     ) -> Self {
         Self {
-            tx,
-            written: 0,
             defer: deferred.map(|d| (d, graph)),
-            replaced: HashSet::new(),
+            ..Self::new(tx)
         }
+    }
+
+    /// Declares that `subject` has no quad in `graph` (an existing graph) before this write,
+    /// and that no other write of the commit gives it one: a deferring writer defers its
+    /// quads there too.
+    pub fn creates(&mut self, subject: NamedNode, graph: NamedNode) {
+        self.new_subjects.push((subject, graph));
     }
 
     fn insert(&mut self, quad: Quad) {
@@ -76,9 +85,21 @@ impl<'t, 'tx> Writer<'t, 'tx> {
             Some((deferred, g)) if matches!(&quad.graph_name, GraphName::NamedNode(n) if n == g) => {
                 deferred.borrow_mut().add(quad)
             }
+            Some((deferred, _)) if self.is_new_subject(&quad) => {
+                deferred.borrow_mut().add_of_new_subject(quad)
+            }
             _ => self.tx.insert(&quad),
         }
         self.written += 1;
+    }
+
+    fn is_new_subject(&self, quad: &Quad) -> bool {
+        let (NamedOrBlankNode::NamedNode(s), GraphName::NamedNode(g)) =
+            (&quad.subject, &quad.graph_name)
+        else {
+            return false;
+        };
+        self.new_subjects.iter().any(|(ns, ng)| ns == s && ng == g)
     }
 
     pub fn add(
@@ -89,6 +110,21 @@ impl<'t, 'tx> Writer<'t, 'tx> {
         g: &NamedNode,
     ) {
         self.insert(Quad::new(s, p, o, GraphName::NamedNode(g.clone())));
+    }
+
+    /// As [`Writer::add`], never deferred: for a fact later writes of the same commit read.
+    pub fn add_now(
+        &mut self,
+        s: impl Into<NamedOrBlankNode>,
+        p: NamedNode,
+        o: impl Into<Term>,
+        g: &NamedNode,
+    ) {
+        let quad = Quad::new(s, p, o, GraphName::NamedNode(g.clone()));
+        if !self.replaced.remove(&quad) {
+            self.tx.insert(&quad);
+        }
+        self.written += 1;
     }
 
     pub fn triples(&mut self, triples: &[Triple], g: &NamedNode) {
