@@ -142,10 +142,8 @@ pub async fn run(
     if let Some(task) = rewriting {
         // It stops at its next pause (after a batch, or 20,000 quads read); the next start
         // goes over the graphs again and rewrites what is left.
-        match task.await {
-            Ok(Err(e)) => tracing::error!(error = %e, "rewriting activity graphs failed"),
-            Err(e) => tracing::error!(error = %e, "rewriting activity graphs: task failed"),
-            Ok(Ok(_)) => {}
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "rewriting activity graphs: task failed");
         }
     }
     let _ = flusher.await;
@@ -170,8 +168,17 @@ fn rewrite_activities(node: &Arc<Node>) -> Result<Option<Rewriting>> {
         return Ok(None);
     }
     let (store, closing) = (node.store.clone(), node.closing.subscribe());
+    let progress = node.activity_layout.clone();
+    progress.starting();
     // Scans and transactions: blocking work, for minutes.
     Ok(Some(tokio::task::spawn_blocking(move || {
-        intake::activity_layout::run(&store, &|| *closing.borrow())
+        let result = intake::activity_layout::run(&store, &|| *closing.borrow(), &progress);
+        if let Err(e) = &result {
+            // Said now, not at shutdown: the node serves on (the reads understand both
+            // layouts), and the next start tries again.
+            tracing::error!(error = %e, "rewriting activity graphs failed");
+            progress.failed();
+        }
+        result
     })))
 }

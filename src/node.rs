@@ -43,6 +43,8 @@ pub struct Node {
     pub listing: Arc<Listing>,
     /// The node's vocabulary, served at `/ns`.
     pub vocabulary: Vocabulary,
+    /// How far the background rewrite of activity graphs from before got (`/health`).
+    pub activity_layout: Arc<crate::intake::activity_layout::Progress>,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
     /// end, so the graceful shutdown does not wait for them forever.
     pub closing: tokio::sync::watch::Sender<bool>,
@@ -171,6 +173,7 @@ impl Node {
             replica,
             listing,
             vocabulary,
+            activity_layout: Arc::default(),
             closing: tokio::sync::watch::channel(false).0,
         })
     }

@@ -54,18 +54,76 @@ pub fn pending(store: &Store) -> Result<bool> {
 }
 
 /// What the upgrade did.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Moved {
     /// Payloads moved onto their log entries.
+    #[serde(rename = "payloadsMoved")]
     pub payloads: usize,
     /// Quads removed (activity nodes and what nothing read).
+    #[serde(rename = "quadsRemoved")]
     pub removed: usize,
 }
 
+/// Where a rewrite stands, as `/health` tells operators: at a million activities it runs for
+/// minutes, and its end is when `dataspace-node compact` gives back the space it freed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub state: State,
+    /// So far (counted as each batch is formed), then in all.
+    #[serde(flatten)]
+    pub moved: Moved,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Running,
+    Done,
+    /// Stopped by an error (in the log); the next start tries again.
+    Failed,
+}
+
+/// The rewrite's [`Status`], shared with the readers of `/health`; `None` until one starts
+/// (and for good when the store needs none).
+#[derive(Debug, Default)]
+pub struct Progress(std::sync::Mutex<Option<Status>>);
+
+impl Progress {
+    pub fn status(&self) -> Option<Status> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, state: State, moved: &Moved) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(Status {
+            state,
+            moved: moved.clone(),
+        });
+    }
+
+    /// Before the rewrite's task runs: `/health` says it is under way from the first answer.
+    pub fn starting(&self) {
+        self.set(State::Running, &Moved::default());
+    }
+
+    /// The rewrite ended with an error.
+    pub fn failed(&self) {
+        let moved = self.status().map(|s| s.moved).unwrap_or_default();
+        self.set(State::Failed, &moved);
+    }
+}
+
 /// Rewrites every activity graph, then marks the store done; `None` when `stopping` said so
-/// first (asked after every batch written and every `SCAN_CHUNK` quads read). Blocking.
-pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> {
+/// first (asked after every batch written and every `SCAN_CHUNK` quads read). `progress`
+/// follows it at every pause. Blocking.
+pub fn run(
+    store: &Store,
+    stopping: &dyn Fn() -> bool,
+    progress: &Progress,
+) -> Result<Option<Moved>> {
     let mut done = Moved::default();
+    progress.set(State::Running, &done);
     let mut batch = Batch::default();
     let started = Instant::now();
     let mut pace = Pace::new();
@@ -92,6 +150,7 @@ pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> 
                 // paced and stoppable as well.
                 if full || read >= SCAN_CHUNK {
                     read = 0;
+                    progress.set(State::Running, &done);
                     if stopping() || pace.pause(&done, started, stopping) {
                         return Ok(None);
                     }
@@ -105,6 +164,7 @@ pub fn run(store: &Store, stopping: &dyn Fn() -> bool) -> Result<Option<Moved>> 
     }
     batch.insert.push(MARKER.quad());
     batch.write(store)?;
+    progress.set(State::Done, &done);
     if done != Moved::default() {
         tracing::info!(
             payloads = done.payloads,
@@ -350,10 +410,14 @@ mod tests {
                 .count()
         };
 
-        assert_eq!(run(&store, &|| true).unwrap(), None);
+        let progress = Progress::default();
+        assert_eq!(run(&store, &|| true, &progress).unwrap(), None);
         let moved = on_entries(&store);
         assert!(0 < moved && moved < n, "{moved}");
         assert!(pending(&store).unwrap());
+        let stopped = progress.status().unwrap();
+        assert_eq!(stopped.state, State::Running);
+        assert_eq!(stopped.moved.payloads, moved);
         // Whole activities: each payload is on its entry or still on its node, never both or
         // neither.
         let on_nodes = store
@@ -363,8 +427,11 @@ mod tests {
             .count();
         assert_eq!(moved + on_nodes, n);
 
-        let done = run(&store, &|| false).unwrap().unwrap();
+        let progress = Progress::default();
+        let done = run(&store, &|| false, &progress).unwrap().unwrap();
         assert_eq!(done.payloads, n - moved);
+        let status = progress.status().unwrap();
+        assert_eq!((status.state, status.moved), (State::Done, done));
         assert_eq!(on_entries(&store), n);
         assert!(!pending(&store).unwrap());
         assert_eq!(store.db().len().unwrap(), 2 * n + 1);
@@ -395,9 +462,12 @@ mod tests {
             })
             .collect();
         store.rewrite(&[], &quads).unwrap();
-        assert_eq!(run(&store, &|| true).unwrap(), None);
+        assert_eq!(run(&store, &|| true, &Progress::default()).unwrap(), None);
         assert!(pending(&store).unwrap());
-        assert_eq!(run(&store, &|| false).unwrap(), Some(Moved::default()));
+        assert_eq!(
+            run(&store, &|| false, &Progress::default()).unwrap(),
+            Some(Moved::default())
+        );
         assert!(!pending(&store).unwrap());
         assert_eq!(store.db().len().unwrap(), quads.len() + 1);
     }

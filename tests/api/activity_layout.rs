@@ -157,9 +157,11 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
         now
     };
 
-    // The marker left in place, the node rewrites nothing: every read below takes the
+    // The marker left in place, the node rewrites nothing (and `/health` names no upgrade):
+    // every read below takes the
     // earlier layout.
     let node = TestNode::start_again(halted).await;
+    assert_eq!(health(&node).await, json!({"status": "ok"}));
     assert_eq!(reads(&node, &posted, &trader).await, before);
     // A replay is answered with the stored entry and its attestation.
     let replay = trader
@@ -187,6 +189,20 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     }
     let node = TestNode::start_again(halted).await;
     assert_eq!(reads(&node, &posted, &trader).await, after);
+    // `/health` follows the rewrite from the first answer to its end: every quad of the
+    // earlier layout gone, eight per activity (the payload's move among them).
+    let mut body = health(&node).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while body["upgrades"]["activityLayout"]["state"] == "running" {
+        assert!(std::time::Instant::now() < deadline, "never done: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        body = health(&node).await;
+    }
+    assert_eq!(
+        body["upgrades"]["activityLayout"],
+        json!({"state": "done", "payloadsMoved": 5, "quadsRemoved": 40}),
+        "{body}"
+    );
     // Done by the halt: a store this small is one batch, which no shutdown interrupts (a
     // larger one would be finished by a later start).
     let halted = node.halt().await;
@@ -195,4 +211,8 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     // The Update's entry is the sixth, in the new layout from the start.
     let expected: Vec<(String, usize)> = now.0.into_iter().map(|(p, n)| (p, n + 1)).collect();
     assert_eq!(activity_graphs(&store), (expected, true));
+}
+
+async fn health(node: &TestNode) -> Value {
+    ok_json(node.client.get(node.url("/health")).send().await.unwrap()).await
 }
