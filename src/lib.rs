@@ -172,7 +172,10 @@ fn rewrite_activities(node: &Arc<Node>) -> Result<Option<Rewriting>> {
     progress.starting();
     // Scans and transactions: blocking work, for minutes.
     Ok(Some(tokio::task::spawn_blocking(move || {
-        let result = intake::activity_layout::run(&store, &|| *closing.borrow(), &progress);
+        let run = || intake::activity_layout::run(&store, &|| *closing.borrow(), &progress);
+        // A panic would otherwise show only at shutdown, with `/health` saying "running".
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+            .unwrap_or_else(|_| Err(Error::internal("the rewrite panicked")));
         if let Err(e) = &result {
             // Said now, not at shutdown: the node serves on (the reads understand both
             // layouts), and the next start tries again.

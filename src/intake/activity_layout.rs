@@ -81,6 +81,8 @@ pub struct Status {
 pub enum State {
     Running,
     Done,
+    /// Stopped at shutdown; the next start goes on.
+    Stopped,
     /// Stopped by an error (in the log); the next start tries again.
     Failed,
 }
@@ -152,6 +154,7 @@ pub fn run(
                     read = 0;
                     progress.set(State::Running, &done);
                     if stopping() || pace.pause(&done, started, stopping) {
+                        progress.set(State::Stopped, &done);
                         return Ok(None);
                     }
                 }
@@ -416,7 +419,7 @@ mod tests {
         assert!(0 < moved && moved < n, "{moved}");
         assert!(pending(&store).unwrap());
         let stopped = progress.status().unwrap();
-        assert_eq!(stopped.state, State::Running);
+        assert_eq!(stopped.state, State::Stopped);
         assert_eq!(stopped.moved.payloads, moved);
         // Whole activities: each payload is on its entry or still on its node, never both or
         // neither.

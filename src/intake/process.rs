@@ -123,8 +123,7 @@ impl Intake {
         let now = crate::consignment::format_millis(now);
         // A failed entry is replaced in the transaction (`remove_entry`), so what the activity
         // writes on it cannot be deferred: nothing of such an activity is.
-        let deferred = pending.deferred.filter(|_| previous.is_none());
-        let (outcome, issued) = self.apply(pending, deferred, tx, events, &now)?;
+        let (outcome, issued) = self.apply(pending, previous.is_none(), tx, events, &now)?;
         let failed = outcome.is_err();
         if failed {
             // The task failed: nothing but its log entry counts (and not even that for a load).
@@ -155,7 +154,7 @@ impl Intake {
     fn apply(
         &self,
         pending: &Pending<'_>,
-        deferred: Option<&DeferredCell>,
+        may_defer: bool,
         tx: &mut Transaction<'_>,
         events: &mut Events,
         now: &str,
@@ -184,7 +183,8 @@ impl Intake {
             content: pending.content.as_ref().and_then(|c| c.as_ref().ok()),
             attestor: self.documents.attestor(),
             now,
-            deferred,
+            deferred: pending.deferred,
+            may_defer,
             issued: Default::default(),
         };
         let outcome = apply.run(tx, events)?;

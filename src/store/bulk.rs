@@ -12,8 +12,9 @@
 //! 1. the write's closure fills the transaction and the deferred quads;
 //! 2. a small commit notes each deferred graph as pending (`<g> dsn:bulkPending true` in
 //!    `urn:dataspace-node:system:bulk`), and the deferred subjects of each existing graph, in
-//!    one quad per graph (`<g> dsn:bulkPendingSubjects "<s1> <s2> …"`: a note per subject
-//!    made the commit's notes and their removal cost a tenth of a load's rate, measured);
+//!    one note per graph (`<note> dsn:bulkPendingIn <g>; dsn:bulkPendingSubjects "<s1> <s2>
+//!    …"`: a note per subject made the commit's notes and their removal cost a tenth of a
+//!    load's rate, measured);
 //! 3. the bulk loader ingests the deferred quads (atomic across column families);
 //! 4. the transaction commits, removing the notes with everything else it writes.
 //!
@@ -105,14 +106,30 @@ fn note(graph: &NamedNode) -> Quad {
     )
 }
 
-fn note_subjects((graph, subjects): (&NamedNode, &BTreeSet<NamedNode>)) -> Quad {
+/// The note of the deferred subjects of one existing graph: on a node of its own, so that a
+/// node version from before these notes (whose clean-up empties every graph a note is about)
+/// finds nothing to empty.
+fn note_subjects((graph, subjects): (&NamedNode, &BTreeSet<NamedNode>)) -> [Quad; 2] {
+    let node = NamedNode::new_unchecked(format!(
+        "urn:dataspace-node:bulk-note:{}",
+        uuid::Uuid::new_v4().simple()
+    ));
     let listed: Vec<&str> = subjects.iter().map(NamedNode::as_str).collect();
-    Quad::new(
-        NamedOrBlankNode::NamedNode(graph.clone()),
-        dsn("bulkPendingSubjects"),
-        Term::Literal(Literal::from(listed.join(" "))),
-        GraphName::NamedNode(notes_graph()),
-    )
+    let g = GraphName::NamedNode(notes_graph());
+    [
+        Quad::new(
+            node.clone(),
+            dsn("bulkPendingIn"),
+            Term::NamedNode(graph.clone()),
+            g.clone(),
+        ),
+        Quad::new(
+            node,
+            dsn("bulkPendingSubjects"),
+            Term::Literal(Literal::from(listed.join(" "))),
+            g,
+        ),
+    ]
 }
 
 /// Steps 2 and 3; the caller's transaction removes the notes it is given back and commits.
@@ -121,7 +138,7 @@ pub(super) fn write(db: &oxigraph::store::Store, deferred: Deferred) -> Result<V
         .graphs
         .iter()
         .map(note)
-        .chain(deferred.subjects.iter().map(note_subjects))
+        .chain(deferred.subjects.iter().flat_map(note_subjects))
         .collect();
     let mut tx = db.start_transaction()?;
     for n in &notes {
@@ -147,23 +164,41 @@ pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
         return Ok(0);
     }
     let mut tx = db.start_transaction()?;
+    // A note node's graph and subjects, in either order among the notes.
+    let mut pending: BTreeMap<NamedNode, (Option<NamedNode>, Vec<NamedNode>)> = BTreeMap::new();
     for n in &notes {
-        if let NamedOrBlankNode::NamedNode(g) = &n.subject {
-            match listed_subjects(n) {
-                // Subjects in a graph that existed: only their quads go.
-                Some(subjects) => {
-                    for s in subjects {
-                        remove_all(&mut tx, Some(&s), g)?;
-                    }
-                }
-                // A new graph: all of it goes.
-                None => {
-                    remove_all(&mut tx, None, g)?;
-                    tx.remove_named_graph(g.as_ref())?;
-                }
+        let NamedOrBlankNode::NamedNode(s) = &n.subject else {
+            tx.remove(n);
+            continue;
+        };
+        match (
+            n.predicate.as_str().strip_prefix(crate::vocab::DSN),
+            &n.object,
+        ) {
+            (Some("bulkPendingIn"), Term::NamedNode(g)) => {
+                pending.entry(s.clone()).or_default().0 = Some(g.clone());
             }
+            (Some("bulkPendingSubjects"), Term::Literal(l)) => pending
+                .entry(s.clone())
+                .or_default()
+                .1
+                .extend(l.value().split_whitespace().map(NamedNode::new_unchecked)),
+            // A new graph: all of it goes.
+            (Some("bulkPending"), _) => {
+                remove_all(&mut tx, None, s)?;
+                tx.remove_named_graph(s.as_ref())?;
+            }
+            _ => {}
         }
         tx.remove(n);
+    }
+    // Subjects in a graph that existed: only their quads go.
+    for (graph, subjects) in pending.into_values() {
+        if let Some(g) = graph {
+            for s in &subjects {
+                remove_all(&mut tx, Some(s), &g)?;
+            }
+        }
     }
     tx.commit()?;
     tracing::warn!(
@@ -171,18 +206,6 @@ pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
         "removed the graphs and subjects of a bulk write that did not commit (the load was stopped)"
     );
     Ok(notes.len())
-}
-
-fn listed_subjects(note: &Quad) -> Option<Vec<NamedNode>> {
-    match &note.object {
-        Term::Literal(l) if note.predicate == dsn("bulkPendingSubjects") => Some(
-            l.value()
-                .split_whitespace()
-                .map(NamedNode::new_unchecked)
-                .collect(),
-        ),
-        _ => None,
-    }
 }
 
 /// Removes the quads of `subject` (or all) in `graph`.
@@ -254,6 +277,14 @@ mod tests {
             d.add_of_new_subject(of(12, 1, "urn:g:index"));
             write(store.db(), d).unwrap();
             assert!(store.db().contains(&quad("urn:g:lost", 2)).unwrap());
+            // A graph that existed is never a note's subject: an older node's clean-up empties
+            // the subject of every note.
+            let notes = store
+                .db()
+                .quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()))
+                .map(|q| q.unwrap().subject.to_string())
+                .collect::<Vec<_>>();
+            assert!(!notes.contains(&"<urn:g:index>".to_owned()), "{notes:?}");
             assert!(store.db().contains(&of(11, 2, "urn:g:index")).unwrap());
         }
         let store = Store::open(dir.path()).unwrap();

@@ -131,10 +131,12 @@ impl Views {
                     })
                 })
                 .collect();
-            reading.into_iter().try_for_each(|r| {
-                r.join()
-                    .map_err(|_| Error::internal("a row read panicked"))?
-            })
+            // Every thread joined before an error is returned: a scope with a panicked thread
+            // left unjoined panics itself.
+            let joined: Vec<_> = reading.into_iter().map(|r| r.join()).collect();
+            joined
+                .into_iter()
+                .try_for_each(|r| r.map_err(|_| Error::internal("a row read panicked"))?)
         })
     }
 

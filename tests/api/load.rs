@@ -344,6 +344,54 @@ async fn a_load_refuses_ids_taken_earlier_in_the_same_batch() {
     assert_eq!(row["portOfEntryCode"], "KEMBA", "{row}");
 }
 
+/// An activity the inbox failed before is applied by a load without deferring its writes (its
+/// failed entry is replaced in the transaction); it must still find the ids an earlier line of
+/// its batch took with deferred writes.
+#[tokio::test]
+async fn a_load_line_that_failed_before_finds_the_ids_its_batch_took() {
+    let node = TestNode::start().await;
+    let (_op, trader, _agency) = kenya_circle(&node).await;
+    let org = trader.org().to_owned();
+    let x = consignment_at(&org, 5, "KEMBA", "2026-12-20T06:00:00Z");
+    assert_completed(&trader.publish(&node, &x).await);
+    // The identifier is x's: a conflict, and a failed entry.
+    let mut late = consignment_at(&org, 6, "KEMBA", "2026-12-21T06:00:00Z");
+    late["object"]["identifier"] = x["object"]["identifier"].clone();
+    let entry = trader.publish(&node, &late).await;
+    assert_eq!(task_error(&entry)["name"], "ConflictError", "{entry}");
+    // x takes another identifier: the failed line would apply now, were it alone.
+    let mut renamed = as_org(example("update-consignment"), &org);
+    renamed["object"]["globalId"] = x["object"]["globalId"].clone();
+    renamed["object"]["identifier"] = json!("FWD-2026-RENAMED");
+    assert_completed(&trader.publish(&node, &renamed).await);
+    let base = node.base.clone();
+    let halted = node.halt().await;
+
+    // Before it in the batch, a new line takes its globalId.
+    let mut first = consignment_at(&org, 7, "KEMBA", "2026-12-22T06:00:00Z");
+    first["object"]["globalId"] = late["object"]["globalId"].clone();
+    let file = halted.2.path().join("retried.jsonl");
+    std::fs::write(&file, format!("{first}\n{late}")).unwrap();
+    let out = load_in_batches(&base, &halted.0.data_dir, &org, &[&file], 100).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 applied, 0 applied before, 1 refused"),
+        "{stderr}"
+    );
+    let reported: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(reported["line"], 2, "{stdout}");
+    assert_eq!(
+        reported["error"]["cause"]["name"], "ConflictError",
+        "{stdout}"
+    );
+
+    let node = TestNode::start_again(halted).await;
+    let mut listed = list_all(&node, &trader).await;
+    listed.sort();
+    assert_eq!(listed, vec!["FWD-2026-000007", "FWD-2026-RENAMED"]);
+}
+
 #[tokio::test]
 async fn a_load_killed_mid_way_leaves_whole_activities_and_a_second_load_completes_it() {
     let node = TestNode::start().await;

@@ -39,13 +39,14 @@ impl Apply<'_> {
         // The contribution graph is new, and so are the record (its aig id was just minted)
         // and the log entry's payload (a load defers only an activity without an earlier
         // entry): a bulk load writes them around the transaction.
-        let mut w = Writer::deferring(tx, self.deferred, record.graph());
+        let defer = self.deferred.filter(|_| self.may_defer);
+        let mut w = Writer::deferring(tx, defer, record.graph());
         w.creates(record.node(), graphs::consignment_index());
         w.creates(
             graphs::minted("activity-log", self.entry_id),
             graphs::activities(self.org()),
         );
-        if let Some(d) = self.deferred {
+        if let Some(d) = defer {
             let ids = [&record.global_id, &record.identifier].map(|s| s.to_string());
             d.borrow_mut()
                 .claim(self.org(), ids.into_iter().chain([record.aig_id()]));

@@ -65,8 +65,11 @@ pub struct Apply<'a> {
     pub attestor: &'a Attestor,
     /// The time the record takes (created/updated/recorded), decided once per activity.
     pub now: &'a str,
-    /// Where a bulk load's `Create` defers its new contribution graph (`store::bulk`).
+    /// The bulk load's commit this write is part of (`store::bulk`): where a `Create` defers
+    /// what it makes, and where the ids deferred records took are (`None` in the inbox).
     pub deferred: Option<&'a DeferredCell>,
+    /// Whether this activity's writes may be deferred (not when its failed entry is replaced).
+    pub may_defer: bool,
     /// The trust credential issued for the activity, once written: the inbox answers with it
     /// without reading it back after the commit.
     pub issued: std::cell::RefCell<Option<String>>,
@@ -93,7 +96,8 @@ impl Apply<'_> {
     }
 
     /// Whether a record this commit defers (a bulk load's earlier `Create` of the same run,
-    /// which the transaction does not see) holds `id`.
+    /// which the transaction does not see) holds `id` — asked whether or not this activity
+    /// defers its own writes.
     fn claimed_in_commit(&self, id: &str) -> bool {
         self.deferred
             .is_some_and(|d| d.borrow().claims(self.org(), id))
