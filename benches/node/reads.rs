@@ -42,6 +42,8 @@ pub struct Reads {
     pub list_deep: f64,
     /// Pages read once each (walking on from the deep cursor): rows not cached yet.
     pub list_cold: f64,
+    /// Views of consignments read once each (the first of each of those pages).
+    pub view_once: f64,
     /// p99 of each read above, by name.
     pub p99: Vec<(&'static str, f64)>,
     pub view: f64,
@@ -80,12 +82,25 @@ pub async fn reads(client: &Client, base: &str, n: usize) -> Reads {
     }
     let mut walk = cursor.clone();
     let mut cold = Vec::new();
+    let mut once = Vec::new();
     for _ in 0..n.min(100) {
         let Some(c) = &walk else { break };
         let (t, page) = timed_get(client, &format!("{list}&cursor={c}")).await;
         cold.push(t);
         walk = page["cursor"].as_str().map(str::to_owned);
+        if let Some(aig) = page["entities"][1]["aigId"].as_str() {
+            once.push(format!("{base}/supply-chain/data-space/consignments/{aig}"));
+        }
     }
+    let mut viewed = Vec::new();
+    for url in &once {
+        viewed.push(timed_get(client, url).await.0);
+    }
+    out.view_once = if viewed.is_empty() {
+        f64::NAN
+    } else {
+        p50(viewed)
+    };
     if !cold.is_empty() {
         // The first is the deep page, read many times above.
         cold.remove(0);

@@ -282,6 +282,13 @@ fn read_figures(reads: &Reads, raw: &Raw, table: &mut Table) {
     );
     let raw_view_name = "the same store reads, raw (id look-up + parts)";
     table.compared("view: p50", reads.view, "ms", raw_view_name, raw.view);
+    table.compared(
+        "view, each consignment read once: p50",
+        reads.view_once,
+        "ms",
+        raw_view_name,
+        raw.view,
+    );
     table.compared("events: p50", reads.events, "ms", raw_view_name, raw.view);
     table.compared(
         "documents: p50",
