@@ -222,14 +222,7 @@ async fn a_load_leaves_the_node_as_if_each_activity_had_been_posted() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reported: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let numbers: Vec<u64> = reported
-        .iter()
-        .map(|r| r["line"].as_u64().unwrap())
-        .collect();
+    let (reported, numbers) = refused_lines(&stdout);
     assert_eq!(numbers, vec![2, 5, 7, 10, 13], "{stdout}");
     assert_eq!(
         reported[2]["error"]["cause"]["name"], "ValidationError",
@@ -252,6 +245,19 @@ async fn a_load_leaves_the_node_as_if_each_activity_had_been_posted() {
     );
     let node = TestNode::start_again(halted).await;
     same(&reads(&node, &trader, &agency).await, &expected);
+}
+
+/// The refused lines a load reported on stdout, and their numbers.
+fn refused_lines(stdout: &str) -> (Vec<Value>, Vec<u64>) {
+    let reported: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let numbers = reported
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap())
+        .collect();
+    (reported, numbers)
 }
 
 /// Read by read, so a failure names the read that differs.
@@ -314,14 +320,7 @@ async fn a_load_refuses_ids_taken_earlier_in_the_same_batch() {
         stderr.contains("2 applied, 1 applied before, 2 refused"),
         "{stderr}"
     );
-    let reported: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let numbers: Vec<u64> = reported
-        .iter()
-        .map(|r| r["line"].as_u64().unwrap())
-        .collect();
+    let (reported, numbers) = refused_lines(&stdout);
     assert_eq!(numbers, vec![2, 4], "{stdout}");
     for r in &reported {
         assert_eq!(r["error"]["cause"]["name"], "ConflictError", "{stdout}");

@@ -41,12 +41,12 @@ impl Apply<'_> {
         // entry): a bulk load writes them around the transaction.
         let defer = self.deferred.filter(|_| self.may_defer);
         let mut w = Writer::deferring(tx, defer, record.graph());
-        w.creates(record.node(), graphs::consignment_index());
-        w.creates(
-            graphs::minted("activity-log", self.entry_id),
-            graphs::activities(self.org()),
-        );
         if let Some(d) = defer {
+            w.creates(record.node(), graphs::consignment_index());
+            w.creates(
+                graphs::minted("activity-log", self.entry_id),
+                graphs::activities(self.org()),
+            );
             let ids = [&record.global_id, &record.identifier].map(|s| s.to_string());
             d.borrow_mut()
                 .claim(self.org(), ids.into_iter().chain([record.aig_id()]));

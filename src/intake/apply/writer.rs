@@ -77,20 +77,27 @@ impl<'t, 'tx> Writer<'t, 'tx> {
     }
 
     fn insert(&mut self, quad: Quad) {
+        self.put(quad, true)
+    }
+
+    /// Writes `quad` unless it replaces itself; to the bulk loader when `may_defer` and the
+    /// writer defers its graph or subject.
+    fn put(&mut self, quad: Quad, may_defer: bool) {
+        self.written += 1;
         if self.replaced.remove(&quad) {
-            self.written += 1;
             return;
         }
         match &self.defer {
-            Some((deferred, g)) if matches!(&quad.graph_name, GraphName::NamedNode(n) if n == g) => {
+            Some((deferred, g))
+                if may_defer && matches!(&quad.graph_name, GraphName::NamedNode(n) if n == g) =>
+            {
                 deferred.borrow_mut().add(quad)
             }
-            Some((deferred, _)) if self.is_new_subject(&quad) => {
+            Some((deferred, _)) if may_defer && self.is_new_subject(&quad) => {
                 deferred.borrow_mut().add_of_new_subject(quad)
             }
             _ => self.tx.insert(&quad),
         }
-        self.written += 1;
     }
 
     fn is_new_subject(&self, quad: &Quad) -> bool {
@@ -120,11 +127,7 @@ impl<'t, 'tx> Writer<'t, 'tx> {
         o: impl Into<Term>,
         g: &NamedNode,
     ) {
-        let quad = Quad::new(s, p, o, GraphName::NamedNode(g.clone()));
-        if !self.replaced.remove(&quad) {
-            self.tx.insert(&quad);
-        }
-        self.written += 1;
+        self.put(Quad::new(s, p, o, GraphName::NamedNode(g.clone())), false);
     }
 
     pub fn triples(&mut self, triples: &[Triple], g: &NamedNode) {
