@@ -220,6 +220,16 @@ fn inbox_figures(args: &Args, m: &Measured, raw: &Raw, table: &mut Table) {
             .starts_with("Create")
             .then_some((name_of.as_str(), per_s, p50));
         table.inbox(name, run, baseline);
+        if name == "Create, concurrency 1" {
+            // Where a Create's time goes inside the node (the rest: HTTP, queueing, the
+            // replay check and the answer).
+            for (stage, mean) in ["parse", "expand", "shapes", "store"]
+                .iter()
+                .zip(run.stages)
+            {
+                table.add(format!("  of which {stage} (mean)"), mean, "ms");
+            }
+        }
         if name == "Create, concurrency 1" && raw.written.is_some() {
             // The earlier floor, kept to compare with the runs recorded before.
             table.compared(

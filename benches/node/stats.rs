@@ -21,6 +21,8 @@ pub struct Run {
     pub p99: f64,
     /// Mean of routing inside the store stage (ms).
     pub route: f64,
+    /// Means of the node's stages from Server-Timing (ms): parse, expand, shapes, store.
+    pub stages: [f64; 4],
 }
 
 pub fn run_of(samples: &[Sample], wall: Duration) -> Run {
@@ -33,6 +35,7 @@ pub fn run_of(samples: &[Sample], wall: Duration) -> Run {
         p50: percentile(&lat, 0.5),
         p99: percentile(&lat, 0.99),
         route: mean(4),
+        stages: [mean(0), mean(1), mean(2), mean(3)],
     }
 }
 
