@@ -198,10 +198,7 @@ async fn a_load_leaves_the_node_as_if_each_activity_had_been_posted() {
     let expected = reads(&posted, &trader_p, &agency_p).await;
 
     // Loaded: the same accounts and policy, the node stopped, the same lines plus bad ones.
-    let node = TestNode::start().await;
-    let (_op, trader, agency) = kenya_circle(&node).await;
-    let base = node.base.clone();
-    let halted = node.halt().await;
+    let (base, halted, trader, agency) = halted_circle().await;
     let data = halted.0.data_dir.clone();
     let org = trader.org().to_owned();
     let mut lines: Vec<String> = history(&org).iter().map(Value::to_string).collect();
@@ -245,6 +242,20 @@ async fn a_load_leaves_the_node_as_if_each_activity_had_been_posted() {
     );
     let node = TestNode::start_again(halted).await;
     same(&reads(&node, &trader, &agency).await, &expected);
+}
+
+/// A node with the Kenya circle's accounts, stopped for a load: its base URL, what `halt`
+/// left (config, address, data dir), the trader and the agency.
+async fn halted_circle() -> (
+    String,
+    (dataspace_node::Config, String, tempfile::TempDir),
+    Session,
+    Session,
+) {
+    let node = TestNode::start().await;
+    let (_op, trader, agency) = kenya_circle(&node).await;
+    let base = node.base.clone();
+    (base, node.halt().await, trader, agency)
 }
 
 /// The refused lines a load reported on stdout, and their numbers.
@@ -296,10 +307,7 @@ async fn a_load_needs_an_organisation_of_the_node() {
 /// replay of an identical earlier line.
 #[tokio::test]
 async fn a_load_refuses_ids_taken_earlier_in_the_same_batch() {
-    let node = TestNode::start().await;
-    let (_op, trader, _agency) = kenya_circle(&node).await;
-    let base = node.base.clone();
-    let halted = node.halt().await;
+    let (base, halted, trader, _agency) = halted_circle().await;
     let org = trader.org().to_owned();
     let first = consignment_at(&org, 2, "KEMBA", "2026-12-20T06:00:00Z");
     // The same ids, other content.
@@ -393,10 +401,7 @@ async fn a_load_line_that_failed_before_finds_the_ids_its_batch_took() {
 
 #[tokio::test]
 async fn a_load_killed_mid_way_leaves_whole_activities_and_a_second_load_completes_it() {
-    let node = TestNode::start().await;
-    let (_op, trader, _agency) = kenya_circle(&node).await;
-    let base = node.base.clone();
-    let halted = node.halt().await;
+    let (base, halted, trader, _agency) = halted_circle().await;
     let org = trader.org().to_owned();
     let total: u32 = 1_500;
     let file = halted.2.path().join("many.jsonl");

@@ -76,10 +76,6 @@ impl<'t, 'tx> Writer<'t, 'tx> {
         self.new_subjects.push((subject, graph));
     }
 
-    fn insert(&mut self, quad: Quad) {
-        self.put(quad, true)
-    }
-
     /// Writes `quad` unless it replaces itself; to the bulk loader when `may_defer` and the
     /// writer defers its graph or subject.
     fn put(&mut self, quad: Quad, may_defer: bool) {
@@ -116,7 +112,7 @@ impl<'t, 'tx> Writer<'t, 'tx> {
         o: impl Into<Term>,
         g: &NamedNode,
     ) {
-        self.insert(Quad::new(s, p, o, GraphName::NamedNode(g.clone())));
+        self.put(Quad::new(s, p, o, GraphName::NamedNode(g.clone())), true);
     }
 
     /// As [`Writer::add`], never deferred: for a fact later writes of the same commit read.
@@ -132,12 +128,13 @@ impl<'t, 'tx> Writer<'t, 'tx> {
 
     pub fn triples(&mut self, triples: &[Triple], g: &NamedNode) {
         for t in triples {
-            self.insert(Quad::new(
+            let quad = Quad::new(
                 t.subject.clone(),
                 t.predicate.clone(),
                 t.object.clone(),
                 GraphName::NamedNode(g.clone()),
-            ));
+            );
+            self.put(quad, true);
         }
     }
 }
