@@ -59,14 +59,12 @@ impl Views {
             }
             keys.sort_by_key(|k| std::cmp::Reverse(k.0));
             keys.truncate(limit + 1);
-            self.prefetch(org, &keys, dedupe)?;
-            for (key, own) in keys {
+            let mut read = self.prefetch(org, &keys, dedupe)?;
+            for (i, (key, own)) in keys.into_iter().enumerate() {
                 after = Some(key);
-                let aig = listing::aig(&key);
-                let row = if own {
-                    self.summary_row_of(org, &aig)?.map(Item::Ready)
-                } else {
-                    self.shared_row(org, &aig, dedupe)?
+                let row = match read[i].take() {
+                    Some(row) => row,
+                    None => self.row(org, &listing::aig(&key), own, dedupe)?,
                 };
                 let Some(row) = row else { continue };
                 if rows.len() == limit {
@@ -97,47 +95,68 @@ impl Views {
         })
     }
 
-    /// Reads the rows of `keys` that are not cached, several at once, into the row cache,
-    /// where the page's loop then finds them. A row read from the store is a few seeks
+    /// Reads the rows of `keys` that take store reads, several at once, and returns them by
+    /// position (`None`: left to the page's loop). A row read from the store is a few seeks
     /// through every level of RocksDB, each a read from the disk when the OS has not cached
     /// that part of the files; one after the other, a page of rows nobody had read since
     /// start-up (a client paging through a long list) took 33–40 ms with a cold page cache
     /// and 7–9 ms with a warm one at 100,000 and 1,106,000 consignments (docs/PERFORMANCE.md).
     /// The reads are mostly waits, so threads overlap them even on few cores; pages whose rows
-    /// are cached (the usual case) start none.
-    fn prefetch(&self, org: &str, keys: &[(listing::Key, bool)], dedupe: bool) -> Result<()> {
-        let missing: Vec<&(listing::Key, bool)> = keys
-            .iter()
-            .filter(|(key, _)| self.listing.rows.get(key.1).is_err())
+    /// are cached (the usual case) start none. Rows no cache answers — a partner's dataset, a
+    /// shared row checked against the caller's own copies — count as reads too, and what is
+    /// read is handed back rather than read again by the loop.
+    fn prefetch(
+        &self,
+        org: &str,
+        keys: &[(listing::Key, bool)],
+        dedupe: bool,
+    ) -> Result<Vec<Option<Option<Item>>>> {
+        let mut read: Vec<Option<Option<Item>>> = keys.iter().map(|_| None).collect();
+        let reads: Vec<usize> = (0..keys.len())
+            .filter(|&i| {
+                let (key, own) = &keys[i];
+                (!own && dedupe) || self.listing.rows.get(key.1).is_err()
+            })
             .collect();
-        if missing.len() < PREFETCH_AT_LEAST {
-            return Ok(());
+        if reads.len() < PREFETCH_AT_LEAST {
+            return Ok(read);
         }
-        let part = missing.len().div_ceil(PREFETCH_THREADS);
+        let part = reads.len().div_ceil(PREFETCH_THREADS);
         std::thread::scope(|scope| {
-            let reading: Vec<_> = missing
+            let reading: Vec<_> = reads
                 .chunks(part)
                 .map(|chunk| {
-                    scope.spawn(move || -> Result<()> {
-                        for (key, own) in chunk {
-                            let aig = listing::aig(key);
-                            if *own {
-                                self.summary_row_of(org, &aig)?;
-                            } else {
-                                self.shared_row(org, &aig, dedupe)?;
-                            }
-                        }
-                        Ok(())
+                    scope.spawn(move || -> Result<Vec<(usize, Option<Item>)>> {
+                        chunk
+                            .iter()
+                            .map(|&i| {
+                                let (key, own) = &keys[i];
+                                Ok((i, self.row(org, &listing::aig(key), *own, dedupe)?))
+                            })
+                            .collect()
                     })
                 })
                 .collect();
             // Every thread joined before an error is returned: a scope with a panicked thread
             // left unjoined panics itself.
             let joined: Vec<_> = reading.into_iter().map(|r| r.join()).collect();
-            joined
-                .into_iter()
-                .try_for_each(|r| r.map_err(|_| Error::internal("a row read panicked"))?)
+            for rows in joined {
+                let rows = rows.map_err(|_| Error::internal("a row read panicked"))??;
+                for (i, row) in rows {
+                    read[i] = Some(row);
+                }
+            }
+            Ok(read)
         })
+    }
+
+    /// One key's row: the caller's own consignment's, or one shared with it.
+    fn row(&self, org: &str, aig: &str, own: bool, dedupe: bool) -> Result<Option<Item>> {
+        if own {
+            Ok(self.summary_row_of(org, aig)?.map(Item::Ready))
+        } else {
+            self.shared_row(org, aig, dedupe)
+        }
     }
 
     /// The list row of a consignment shared with `org`; `None` when `dedupe` and `org` has

@@ -402,6 +402,82 @@ async fn a_list_under_all_keeps_the_callers_own_copy_of_an_identifier() {
     assert_eq!(view["id"], shared[0]["aigId"]);
 }
 
+/// A page of many shared rows, some of them given way to the caller's own copies: the rows are
+/// read on several threads (more than eight need store reads), and each must still land in
+/// its place, newest first, once.
+#[tokio::test]
+async fn a_long_page_under_all_gives_each_shared_row_its_place_or_the_callers_copy() {
+    let w = World::new().await;
+    let mut own_copies = std::collections::BTreeMap::new();
+    for i in 0..14 {
+        let mut a = as_org(example("create-consignment"), w.trader.org());
+        a["object"]["identifier"] = json!(format!("T-{i:02}"));
+        a["object"]["globalId"] = json!(format!("urn:uuid:00000000-0000-4000-8000-1{i:011}"));
+        assert_completed(&w.trader.publish(&w.node, &a).await);
+        if i % 5 == 2 {
+            let mut copy = as_org(example("create-consignment"), w.ke.org());
+            copy["object"]["identifier"] = json!(format!("T-{i:02}"));
+            copy["object"]["globalId"] =
+                json!(format!("urn:uuid:00000000-0000-4000-8000-2{i:011}"));
+            assert_completed(&w.ke.publish(&w.node, &copy).await);
+            own_copies.insert(format!("T-{i:02}"), ());
+        }
+    }
+    let own: Vec<Value> = w.rows(&w.ke, "own").await;
+    let shared: Vec<Value> = w.rows(&w.ke, "shared").await;
+    assert_eq!((own.len(), shared.len()), (3, 14));
+    // What `all` must be: the own rows, and the shared rows of the other identifiers, merged
+    // newest first (the same order as the lists they come from).
+    let mut expected: Vec<&Value> = own
+        .iter()
+        .chain(
+            shared
+                .iter()
+                .filter(|r| !own_copies.contains_key(r["identifier"].as_str().unwrap())),
+        )
+        .collect();
+    let created = |r: &Value| {
+        chrono::DateTime::parse_from_rfc3339(r["dateCreated"].as_str().unwrap()).unwrap()
+    };
+    expected.sort_by_key(|r| std::cmp::Reverse(created(r)));
+    let ids = |rows: &[&Value]| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["aigId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Restarted, so that no row is cached and the page reads them all.
+    let World {
+        node,
+        operator,
+        trader,
+        ke,
+        tz,
+        kemba,
+        outsider,
+    } = w;
+    let node = node.restart().await;
+    let ke = ke.logged_in_again(&node).await;
+    let w = World {
+        node,
+        operator,
+        trader,
+        ke,
+        tz,
+        kemba,
+        outsider,
+    };
+    let all: Vec<Value> = w.rows(&w.ke, "all").await;
+    assert_eq!(ids(&all.iter().collect::<Vec<_>>()), ids(&expected));
+    for row in &all {
+        let mine = own.iter().any(|o| o["aigId"] == row["aigId"]);
+        assert_eq!(
+            mine,
+            own_copies.contains_key(row["identifier"].as_str().unwrap()),
+            "{row}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn shared_and_own_lists_page_together_without_repeats() {
     let w = World::new().await;
