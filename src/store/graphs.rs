@@ -129,6 +129,16 @@ pub fn consignment_hex(iri: &str) -> Option<&str> {
     iri.strip_prefix("urn:dataspace-node:consignment:")
 }
 
+/// Whether an id has the form of the node's own ids (`aig:` and 32 hexadecimal digits): such
+/// an id names only the record the node minted it for, never a consignment whose publisher
+/// chose that text as its identifier or globalId (which would otherwise stand beside another
+/// publisher's consignment wherever the aig id is resolved). The queries that resolve ids
+/// apply the same rule (`queries/consignment_by_key.rq`, `consignment_shared_by_key.rq`).
+pub fn is_aig_id(key: &str) -> bool {
+    key.strip_prefix("aig:")
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// The node holding a consignment's derived summary facts.
 pub fn summary(aig_hex: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("urn:dataspace-node:summary:{aig_hex}"))
@@ -141,3 +151,23 @@ pub fn minted(kind: &str, id: &str) -> NamedNode {
 
 /// IRIs the node mints start with this; a walk over a payload's nodes stops at them.
 pub const MINTED_PREFIX: &str = "urn:dataspace-node:";
+
+#[cfg(test)]
+mod tests {
+    use super::is_aig_id;
+
+    #[test]
+    fn the_aig_form_is_the_prefix_and_32_hex_digits() {
+        assert!(is_aig_id("aig:0123456789abcdef0123456789ABCDEF"));
+        for not in [
+            "aig:0123456789abcdef0123456789abcde",
+            "aig:0123456789abcdef0123456789abcdef0",
+            "aig:0123456789abcdef0123456789abcdeg",
+            "0123456789abcdef0123456789abcdef",
+            "AIG:0123456789abcdef0123456789abcdef",
+            "aig:",
+        ] {
+            assert!(!is_aig_id(not), "{not}");
+        }
+    }
+}

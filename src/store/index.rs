@@ -80,9 +80,14 @@ pub fn owns(store: &Store, org: &NamedNode, key: &str) -> Result<bool> {
 
 /// The records of the index whose globalId, identifier or aig id is `key` (one may come twice).
 fn named_by(store: &Store, key: &str, graph: GraphNameRef<'_>) -> Result<Vec<NamedNode>> {
+    let ids: &[&str] = if graphs::is_aig_id(key) {
+        &["aigId"]
+    } else {
+        &["globalId", "identifier", "aigId"]
+    };
     let key = literal(key);
     let mut records = Vec::new();
-    for by in ["globalId", "identifier", "aigId"] {
+    for by in ids {
         let by = dsn(by);
         let matches =
             store

@@ -118,6 +118,59 @@ async fn a_squatted_global_id_never_routes_an_agencys_report_to_the_squatter() {
     assert_eq!(all["entities"], json!([]), "{all:#}");
 }
 
+/// The aig id names only the consignment the node minted it for: a publisher that learnt it
+/// and took it as its own consignment's identifier and globalId gains no place beside it.
+#[tokio::test]
+async fn an_aig_id_taken_as_another_consignments_ids_still_names_only_its_own() {
+    let node = TestNode::start().await;
+    let (_operator, publisher, agency) = kenya_circle(&node).await;
+    let squatter = Session::new(&node, "squatter@elsewhere.example").await;
+    publisher.publish_example(&node, "create-consignment").await;
+    let view = ok_json(publisher.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await).await;
+    let aig = view["id"].as_str().unwrap().to_owned();
+    assert!(aig.starts_with("aig:"), "{view:#}");
+    // The squatter's consignment, entering Kenya too, under the aig id as both its ids.
+    let mut squat = as_org(example("create-consignment"), squatter.org());
+    squat["object"]["globalId"] = json!(aig);
+    squat["object"]["identifier"] = json!(aig);
+    assert_completed(&squatter.publish(&node, &squat).await);
+    let rows = ok_json(agency.get(&node, &format!("{LIST}?scope=shared")).await).await;
+    assert_eq!(rows["entities"].as_array().unwrap().len(), 2, "{rows:#}");
+
+    // Reads by the aig id, by the agency and the publisher: the publisher's consignment.
+    for who in [&agency, &publisher] {
+        for suffix in ["", "/events", "/documents"] {
+            let r = who.get(&node, &format!("{LIST}/{aig}{suffix}")).await;
+            assert_eq!(r.status(), StatusCode::OK, "{suffix}");
+        }
+        let view = ok_json(who.get(&node, &format!("{LIST}/{aig}")).await).await;
+        assert_eq!(view["id"], aig.as_str());
+    }
+    // The squatter reads nothing by it: the consignment it names is not shared with it.
+    let r = squatter.get(&node, &format!("{LIST}/{aig}")).await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+
+    // The agency's report by the aig id reaches the publisher, not the squatter.
+    let entry = agency
+        .publish(&node, &as_org(report(&aig), agency.org()))
+        .await;
+    assert_completed(&entry);
+    let docs = ok_json(
+        publisher
+            .get(&node, &format!("{LIST}/{aig}/documents"))
+            .await,
+    )
+    .await;
+    assert_eq!(docs["entities"].as_array().unwrap().len(), 1, "{docs:#}");
+    let all = ok_json(
+        squatter
+            .get(&node, "/supply-chain/data-space/documents")
+            .await,
+    )
+    .await;
+    assert_eq!(all["entities"], json!([]), "{all:#}");
+}
+
 /// With one publisher's consignment shared, a globalId still resolves as before, and an
 /// organisation's own copy wins over a shared one with the same id.
 #[tokio::test]

@@ -25,10 +25,16 @@ impl Apply<'_> {
     pub(super) fn lookup(&self, tx: &Transaction<'_>, key: &str) -> Result<Option<Record>> {
         let index = graphs::consignment_index();
         let graph = GraphNameRef::NamedNode(index.as_ref());
+        let key_text = key;
         let key = literal(key);
         let org = NamedNode::new_unchecked(self.org());
         let publisher = dsn("publisher");
-        for by in ["globalId", "identifier", "aigId"] {
+        let ids: &[&str] = if graphs::is_aig_id(key_text) {
+            &["aigId"]
+        } else {
+            &["globalId", "identifier", "aigId"]
+        };
+        for by in ids {
             let by = dsn(by);
             let matches =
                 tx.quads_for_pattern(None, Some(by.as_ref()), Some(key.as_ref()), Some(graph));
