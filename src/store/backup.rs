@@ -183,10 +183,13 @@ pub struct Exported {
 }
 
 /// Whether a quad is derived data the node writes again at its first start, and so is
-/// neither exported nor imported: the readable-graph markers (`sharing::readable`). An
-/// edited or merged dump brings its grants, never markers that no longer match them.
+/// neither exported nor imported: the readable-graph markers (`sharing::readable`), and the
+/// models snapshot's token. An edited or merged dump brings its grants, never markers that
+/// no longer match them, nor a token that would make the node take a snapshot of the
+/// unedited state (left in the data dir) for the state imported.
 fn derived(quad: &oxigraph::model::Quad) -> bool {
-    matches!(&quad.graph_name, oxigraph::model::GraphName::NamedNode(g)
+    super::snapshot::is_token(quad)
+        || matches!(&quad.graph_name, oxigraph::model::GraphName::NamedNode(g)
         if g.as_str().starts_with(super::graphs::readable_root().as_str()))
 }
 

@@ -47,6 +47,14 @@ pub(super) fn token_quad(token: &str) -> Quad {
     )
 }
 
+/// Whether `quad` is a snapshot token (of any value).
+pub(super) fn is_token(quad: &Quad) -> bool {
+    let (subject, predicate, graph) = token_place();
+    quad.predicate == predicate
+        && matches!(&quad.subject, oxigraph::model::NamedOrBlankNode::NamedNode(s) if *s == subject)
+        && matches!(&quad.graph_name, GraphName::NamedNode(g) if *g == graph)
+}
+
 /// Reads the token and deletes it: whatever this opener does next, a snapshot taken before can
 /// only describe the state as it is now, so only this opener may use it.
 pub(super) fn take_token(db: &oxigraph::store::Store) -> Result<Option<String>> {
