@@ -75,7 +75,7 @@ impl Node {
             // An earlier version may have run since (it leaves the token): rebuild everything.
             .filter(|_| !config.rebuild_markers);
         let snapshot_ms = started.elapsed().as_millis();
-        let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref())?);
+        let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref(), &identity)?);
         let listing_ms = started.elapsed().as_millis();
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
@@ -190,21 +190,46 @@ impl Node {
         self.store.flush()?;
         let mut snapshot = Snapshot::new(token);
         snapshot.put("listing", self.listing.encode());
+        let mut stamp = crate::store::snapshot::Encoder::default();
+        stamp.i64(self.store.stamped());
+        snapshot.put("stamp", stamp.0);
         self.sharing.save(&mut snapshot);
         snapshot.save(&self.config.data_dir)?;
         Ok(())
     }
 }
 
-/// The own lists' order: from the snapshot when there is one, else from every record.
-fn listing_of(store: &Store, queries: &Queries, snapshot: Option<&Snapshot>) -> Result<Listing> {
-    let saved = snapshot.and_then(|s| Listing::decode(s.section("listing")?));
-    let listing = match saved {
-        Some(listing) => listing,
-        None => Listing::load(store, queries)?,
+/// The own lists' order: from the snapshot when there is one, else from every record of this
+/// node's organisations.
+fn listing_of(
+    store: &Store,
+    queries: &Queries,
+    snapshot: Option<&Snapshot>,
+    identity: &NodeIdentity,
+) -> Result<Listing> {
+    let local = |org: &str| {
+        crate::federation::did::node_of(org).is_none_or(|node| node == identity.node_did())
     };
-    // Later stamps follow the newest creation time (a clock stepped back included).
-    store.stamped_at_least(listing.newest().unwrap_or(0));
+    let saved = snapshot.and_then(|s| Listing::decode(s.section("listing")?));
+    let (listing, stamped) = match saved {
+        Some(listing) => {
+            // The last stamp the node gave, saved at its clean shutdown (absent from
+            // snapshots of earlier versions: the creation times floor the stamps then).
+            let stamped = snapshot.and_then(|s| s.section("stamp")?.i64());
+            (listing, stamped)
+        }
+        None => {
+            let listing = Listing::load(store, queries, local)?;
+            (
+                listing,
+                crate::store::index::newest_local_update(store, local)?,
+            )
+        }
+    };
+    // Later stamps follow every time stored, Updates' and Adds' included, so that a clock
+    // stepped back across the restart never dates a new revision before a stored one.
+    let floor = listing.newest().unwrap_or(0).max(stamped.unwrap_or(0));
+    store.stamped_at_least(floor);
     Ok(listing)
 }
 

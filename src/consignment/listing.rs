@@ -74,13 +74,19 @@ pub fn aig_of(row: &oxigraph::sparql::QuerySolution) -> Option<String> {
 }
 
 impl Listing {
-    /// Reads every record of the store's index. Blocking.
-    pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
+    /// Reads every record of the store's index that `local` says one of this node's
+    /// organisations publishes (partners' records, which shares from other nodes leave in
+    /// the index, are in no own list: the commits that build the listing while the node runs
+    /// never add them). Blocking.
+    pub fn load(store: &Store, queries: &Queries, local: impl Fn(&str) -> bool) -> Result<Self> {
         let listing = Self::default();
         queries.each(store, Query::ConsignmentRecords, &[], |row| {
             if let (Some(org), Some(aig), Some(at)) =
                 (text(&row, "org"), aig_of(&row), text(&row, "created"))
             {
+                if !local(&org) {
+                    return true;
+                }
                 if let Some(key) = millis(&at).and_then(|ms| key(ms, &aig)) {
                     listing.insert(&org, key);
                 }

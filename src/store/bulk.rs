@@ -154,6 +154,30 @@ pub(super) fn write(db: &oxigraph::store::Store, deferred: Deferred) -> Result<V
     Ok(notes)
 }
 
+/// Removes the table files a bulk write left in the store's directory: Oxigraph writes each
+/// ingest's files there (`bulk-<n>.sst`), has RocksDB copy them in, then deletes them — a
+/// process killed in between leaves them, and RocksDB ignores names it does not know, so
+/// nothing else ever would. At open, with RocksDB's lock held: no other process writes any.
+pub(super) fn remove_leftover_files(store_dir: &std::path::Path) -> Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(store_dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("bulk-") && name.ends_with(".sst") && entry.file_type()?.is_file() {
+            std::fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(
+            files = removed,
+            "removed table files an interrupted load left"
+        );
+    }
+    Ok(removed)
+}
+
 /// Empties every graph and removes every subject a bulk write noted and did not commit. At
 /// open, before any reader.
 pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
@@ -250,6 +274,20 @@ mod tests {
             NamedNode::new_unchecked(format!("urn:x:{object}")),
             GraphName::NamedNode(NamedNode::new_unchecked(g)),
         )
+    }
+
+    #[test]
+    fn table_files_an_interrupted_load_left_go_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        let left = dir.path().join("bulk-1234567890.sst");
+        let other = dir.path().join("bulk-notes.txt");
+        std::fs::write(&left, b"not a table").unwrap();
+        std::fs::write(&other, b"kept").unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(!left.exists());
+        assert!(other.exists(), "only the loader's table files go");
+        assert_eq!(store.db().len().unwrap(), 0);
     }
 
     #[test]

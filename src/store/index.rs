@@ -7,7 +7,8 @@
 //! internalising the query's constants (perf on a node answering views: the look-up was a
 //! third of its CPU, `queries/consignment_by_any_id.rq` until 2026-11-26).
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
 
 use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, QuadRef, Term};
 
@@ -151,6 +152,47 @@ fn facts(store: &Store, record: NamedNode, graph: GraphNameRef<'_>) -> Result<Op
 }
 
 /// A creation time as milliseconds, for ordering; unreadable ones sort last.
+/// The newest `updated` time of a record this node's organisations publish: with the newest
+/// creation time, the floor of later stamps after a start without the models snapshot (a
+/// clock stepped back across the restart must not date new revisions before stored ones).
+/// One scan of the `updated` facts, keeping the newest few, then their publishers looked up
+/// newest first: a join per record would double such a start-up, and a partner's record
+/// carries its node's clock, which must not move this node's stamps. `None` when the newest
+/// few are all partners' (the creation times then floor the stamps, as before).
+pub fn newest_local_update(store: &Store, local: impl Fn(&str) -> bool) -> Result<Option<i64>> {
+    const KEEP: usize = 64;
+    let index = graphs::consignment_index();
+    let graph = GraphNameRef::NamedNode(index.as_ref());
+    let updated = dsn("updated");
+    let mut newest: BinaryHeap<Reverse<(i64, NamedNode)>> = BinaryHeap::with_capacity(KEEP + 1);
+    for quad in store
+        .db()
+        .quads_for_pattern(None, Some(updated.as_ref()), None, Some(graph))
+    {
+        let quad = quad?;
+        let (NamedOrBlankNode::NamedNode(record), Term::Literal(at)) = (quad.subject, quad.object)
+        else {
+            continue;
+        };
+        let ms = instant(at.value());
+        if newest.len() < KEEP || newest.peek().is_some_and(|Reverse((least, _))| ms > *least) {
+            newest.push(Reverse((ms, record)));
+            if newest.len() > KEEP {
+                newest.pop();
+            }
+        }
+    }
+    let publisher = dsn("publisher");
+    for Reverse((ms, record)) in newest.into_sorted_vec() {
+        if let Some(Term::NamedNode(p)) = store.value(&record, &publisher, &index)? {
+            if local(p.as_str()) {
+                return Ok(Some(ms));
+            }
+        }
+    }
+    Ok(None)
+}
+
 fn instant(text: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(text).map_or(i64::MIN, |t| t.timestamp_millis())
 }
@@ -181,6 +223,27 @@ mod tests {
             let quad = Quad::new(record.clone(), dsn(p), o, graphs::consignment_index());
             store.db().insert(&quad).unwrap();
         }
+    }
+
+    #[test]
+    fn the_newest_local_update_passes_over_partners_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let local = |org: &str| !org.ends_with(":org:ff");
+        assert_eq!(newest_local_update(&store, local).unwrap(), None);
+        // A partner's record dated far ahead, and more local records than the scan keeps.
+        record(&store, "ff", (Some("P"), Some("P")), "2099-01-01T00:00:00Z");
+        for i in 0..100 {
+            let at = format!("2026-01-01T00:{:02}:{:02}Z", i / 60, i % 60);
+            record(&store, &format!("{i:02x}"), (Some("G"), Some("I")), &at);
+        }
+        let newest = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:01:39Z").unwrap();
+        assert_eq!(
+            newest_local_update(&store, local).unwrap(),
+            Some(newest.timestamp_millis())
+        );
+        // Only partners' records: none.
+        assert_eq!(newest_local_update(&store, |_| false).unwrap(), None);
     }
 
     fn hexes(found: &[Indexed]) -> Vec<&str> {

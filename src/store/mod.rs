@@ -69,6 +69,7 @@ impl Store {
     pub fn open_with(path: &Path, open_files: u32) -> Result<Self> {
         std::fs::create_dir_all(path)?;
         let db = open_db(path, open_files)?;
+        bulk::remove_leftover_files(path)?;
         bulk::clean_up(&db)?;
         let opened_token = snapshot::take_token(&db)?;
         Ok(Self::over(db, opened_token, false))
@@ -144,6 +145,11 @@ impl Store {
             })
             .unwrap_or_else(|last| last);
         now.max(previous + 1)
+    }
+
+    /// The last stamp given (or the floor set at start-up): saved with the models snapshot.
+    pub fn stamped(&self) -> i64 {
+        self.stamped.load(Ordering::SeqCst)
     }
 
     /// Makes later stamps follow `ms` (the newest time stored, at start-up).

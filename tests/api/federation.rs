@@ -564,3 +564,53 @@ async fn a_partner_organisation_with_a_local_id_segment_names_graphs_of_its_own(
     let view = get_json(&trader, &a, &format!("{LIST}/{GLOBAL_ID}?scope=own")).await;
     assert_eq!(view["id"], aig, "{view:#}");
 }
+
+/// A share from a partner node leaves the partner's record in this node's index, dated by the
+/// partner's clock — here far ahead. Rebuilt from the store (a start after a crash), the own
+/// lists leave it out as the running node did, and it does not move this node's stamps: a
+/// Create after the rebuild is dated now, not after the partner's date.
+#[tokio::test]
+async fn a_partners_record_dated_ahead_moves_no_stamp_after_a_rebuild() {
+    let (mut ls, hosts) = listeners(2).await;
+    let c_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let c = federated(c_listener, &hosts).await;
+    let agency = Session::new(&a, "officer@kra.example").await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    let partner = format!("{}:org:0a1b2c3d4e5f", did_of(&c));
+    let hex = "5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a5a";
+    let announce = json!({
+        "@context": "https://www.w3.org/ns/activitystreams", "type": "Announce",
+        "actor": partner, "to": [agency.org()], "published": "2026-11-26T00:00:01Z",
+        "object": {"type": "Dataset", "id": graphs::contribution(hex, &partner).as_str(),
+                   "created": "2099-01-01T00:00:00Z",
+                   "consignment": {"globalId": "urn:uuid:5a5a5a5a-5a5a-4a5a-8a5a-5a5a5a5a5a5a",
+                                   "identifier": "PARTNER-1", "aigId": format!("aig:{hex}")}}
+    });
+    let r = notify(&c, &partner, &a, &announce).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    // In the agency's shared list (node C holds no such dataset: a warning in its place).
+    let shared = get_json(&agency, &a, &format!("{LIST}?scope=shared")).await;
+    assert_eq!(
+        shared["warnings"][0]["datasetId"],
+        graphs::contribution(hex, &partner).as_str(),
+        "{shared:#}"
+    );
+
+    // As after a crash: no snapshot, so the models are rebuilt from the store.
+    let (config, addr, dir) = a.halt().await;
+    std::fs::remove_file(config.data_dir.join("models.snapshot")).unwrap();
+    let a = TestNode::start_again((config, addr, dir)).await;
+    let trader = trader.logged_in_again(&a).await;
+    let before = chrono::Utc::now();
+    trader.publish_example(&a, "create-consignment").await;
+    let list = get_json(&trader, &a, LIST).await;
+    let rows = list["entities"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{list:#}");
+    let created =
+        chrono::DateTime::parse_from_rfc3339(rows[0]["dateCreated"].as_str().unwrap()).unwrap();
+    assert!(
+        created.signed_duration_since(before).num_days() < 1,
+        "dated by this node's clock: {created}"
+    );
+}
