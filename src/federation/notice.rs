@@ -98,10 +98,21 @@ fn missing(path: &[&str]) -> Error {
     Error::invalid_field(&path.join("."), "missing, empty or not a string")
 }
 
+/// How far ahead of this node's clock a partner's dates may be: clocks drift, but a date
+/// further ahead would sort the partner's consignment above every other in the receivers'
+/// lists for as long as it lies ahead.
+const AHEAD_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+
 fn date(v: &Value, path: &[&str]) -> Result<String> {
     let s = field(v, path)?;
-    chrono::DateTime::parse_from_rfc3339(s)
+    let at = chrono::DateTime::parse_from_rfc3339(s)
         .map_err(|_| Error::invalid_field(&path.join("."), "not an ISO 8601 date-time"))?;
+    if at.signed_duration_since(chrono::Utc::now()) > AHEAD_AT_MOST {
+        return Err(Error::invalid_field(
+            &path.join("."),
+            "lies more than an hour ahead of this node's clock",
+        ));
+    }
     Ok(s.to_owned())
 }
 
