@@ -42,7 +42,7 @@ pub struct Reads {
     pub list_deep: f64,
     /// Pages read once each (walking on from the deep cursor): rows not cached yet.
     pub list_cold: f64,
-    /// Views of consignments read once each (the first of each of those pages).
+    /// Views of consignments read once each (the second row of each of those pages).
     pub view_once: f64,
     /// p99 of each read above, by name.
     pub p99: Vec<(&'static str, f64)>,

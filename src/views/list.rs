@@ -1,5 +1,7 @@
 //! The list pages: own, shared and merged, newest first, with rows from the row cache.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use super::*;
 use crate::vocab::dsn;
 
@@ -9,6 +11,10 @@ use crate::vocab::dsn;
 /// where eight were as slow as one (two cores here).
 const PREFETCH_AT_LEAST: usize = 8;
 const PREFETCH_THREADS: usize = 4;
+/// At most this many such threads node-wide: many pages read at once (a crawler, a burst of
+/// clients after a restart) read their rows one after the other beyond it, rather than
+/// starting four threads each on cores the blocking pool already keeps busy.
+const PREFETCH_THREADS_NODE_WIDE: usize = 16;
 
 impl Views {
     /// `GET /consignments`: the caller's consignments (`own`), those shared with it
@@ -121,6 +127,9 @@ impl Views {
         if reads.len() < PREFETCH_AT_LEAST {
             return Ok(read);
         }
+        let Some(_threads) = Reserved::take(&self.prefetching, PREFETCH_THREADS) else {
+            return Ok(read);
+        };
         let part = reads.len().div_ceil(PREFETCH_THREADS);
         std::thread::scope(|scope| {
             let reading: Vec<_> = reads
@@ -281,6 +290,29 @@ impl Views {
     }
 }
 
+/// Threads reserved from a node-wide count, given back when dropped.
+struct Reserved<'a> {
+    count: &'a AtomicUsize,
+    n: usize,
+}
+
+impl<'a> Reserved<'a> {
+    fn take(count: &'a AtomicUsize, n: usize) -> Option<Self> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running + n <= PREFETCH_THREADS_NODE_WIDE).then_some(running + n)
+            })
+            .ok()
+            .map(|_| Self { count, n })
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.n, Ordering::AcqRel);
+    }
+}
+
 /// A list page before partner datasets are pulled.
 pub struct ListPlan {
     pub(super) items: Vec<Item>,
@@ -315,4 +347,21 @@ fn summary_row(row: &Row) -> Value {
     s.insert("dateCreated".into(), json!(row.created));
     s.insert("dateUpdated".into(), json!(row.updated));
     Value::Object(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetch_threads_are_bounded_node_wide_and_given_back() {
+        let count = AtomicUsize::new(0);
+        let held: Vec<_> = (0..PREFETCH_THREADS_NODE_WIDE / PREFETCH_THREADS)
+            .map(|_| Reserved::take(&count, PREFETCH_THREADS).unwrap())
+            .collect();
+        assert!(Reserved::take(&count, PREFETCH_THREADS).is_none());
+        drop(held);
+        assert_eq!(count.load(Ordering::Acquire), 0);
+        assert!(Reserved::take(&count, PREFETCH_THREADS).is_some());
+    }
 }

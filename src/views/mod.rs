@@ -81,6 +81,8 @@ pub struct Views {
     compactor: Compactor,
     /// The inbox's contexts: a point-in-time linked read expands a stored activity again.
     contexts: Arc<Contexts>,
+    /// Threads list pages are reading rows on now ([`Views::prefetch`]): bounded node-wide.
+    prefetching: std::sync::atomic::AtomicUsize,
 }
 
 /// A solution's literal or IRI as text.
@@ -119,6 +121,7 @@ impl Views {
             documents,
             compactor,
             contexts,
+            prefetching: Default::default(),
         })
     }
 }
