@@ -7,15 +7,22 @@
 //! the writer lock after each commit that changes its row (`Update`, any `Add`); a cached row
 //! is served only while its version is the record's current one. A reader that read the store
 //! before a commit and caches its row after the bump caches it under the old version, which is
-//! never served. Rows are kept rendered (the JSON text a list answers, copied into pages as
-//! it is). Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older dropped
-//! when the newer fills (rows read since stay in the newer one).
+//! never served. Versions are kept per slot, [`SLOTS`] of them, a record's slot taken from its
+//! id's bits: memory that does not grow with the records changed since start-up (a version per
+//! record did, without bound, on a long-running node), at the price of a change to one record
+//! also retiring the cached row of any other in its slot — about one cached row in sixteen
+//! changes, read again. Rows are kept rendered (the JSON text a list answers, copied into
+//! pages as it is). Bounded: two generations of at most [`CAPACITY`]/2 rows each, the older
+//! dropped when the newer fills (rows read since stay in the newer one).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Rows kept at most (a rendered row is a few KB).
 pub const CAPACITY: usize = 4_096;
+
+/// Version slots (a power of two): 512 KB.
+pub const SLOTS: usize = 1 << 16;
 
 /// One list row's facts as stored.
 #[derive(Debug, Clone)]
@@ -34,17 +41,31 @@ pub struct Rows {
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
-    /// Records whose row changed since start-up, with how often.
-    versions: HashMap<u128, u32>,
-    newer: HashMap<u128, (u32, Arc<str>)>,
-    older: HashMap<u128, (u32, Arc<str>)>,
+    /// How often rows of each slot's records changed since start-up.
+    versions: Box<[u64]>,
+    newer: HashMap<u128, (u64, Arc<str>)>,
+    older: HashMap<u128, (u64, Arc<str>)>,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            versions: vec![0; SLOTS].into_boxed_slice(),
+            newer: HashMap::new(),
+            older: HashMap::new(),
+        }
+    }
+}
+
+/// The version slot of record `bits` (the id's low bits: random in the ids the node mints).
+fn slot(bits: u128) -> usize {
+    (bits as usize) & (SLOTS - 1)
 }
 
 /// A read's ticket: the record's version when the read started.
 #[derive(Debug, Clone, Copy)]
-pub struct Version(u32);
+pub struct Version(u64);
 
 impl Rows {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -54,7 +75,7 @@ impl Rows {
     /// The cached row of record `bits`, or the version to cache a row read now under.
     pub fn get(&self, bits: u128) -> Result<Arc<str>, Version> {
         let mut state = self.state();
-        let current = state.versions.get(&bits).copied().unwrap_or(0);
+        let current = state.versions[slot(bits)];
         if let Some((v, row)) = state.newer.get(&bits) {
             if *v == current {
                 return Ok(row.clone());
@@ -73,7 +94,7 @@ impl Rows {
     pub fn put(&self, bits: u128, version: Version, row: String) -> Arc<str> {
         let row: Arc<str> = row.into();
         let mut state = self.state();
-        if state.versions.get(&bits).copied().unwrap_or(0) == version.0 {
+        if state.versions[slot(bits)] == version.0 {
             state.insert(bits, version.0, row.clone());
         }
         row
@@ -84,7 +105,7 @@ impl Rows {
         let mut state = self.state();
         for hex in records {
             if let Some(bits) = super::listing::id_bits(hex) {
-                *state.versions.entry(bits).or_default() += 1;
+                state.versions[slot(bits)] += 1;
                 state.newer.remove(&bits);
                 state.older.remove(&bits);
             }
@@ -93,7 +114,7 @@ impl Rows {
 }
 
 impl State {
-    fn insert(&mut self, bits: u128, version: u32, row: Arc<str>) {
+    fn insert(&mut self, bits: u128, version: u64, row: Arc<str>) {
         if self.newer.len() >= CAPACITY / 2 {
             self.older = std::mem::take(&mut self.newer);
         }
@@ -128,6 +149,20 @@ mod tests {
         let fresh = rows.get(bits).expect_err("the stale row is not served");
         rows.put(bits, fresh, row("v1"));
         assert_eq!(&*rows.get(bits).unwrap(), row("v1"));
+    }
+
+    #[test]
+    fn a_change_retires_the_rows_of_its_slot_only() {
+        let rows = Rows::default();
+        let (a, same_slot, other) = (0xff_u128, 0xff_u128 + SLOTS as u128, 0xfe_u128);
+        for bits in [a, same_slot, other] {
+            let v = rows.get(bits).unwrap_err();
+            rows.put(bits, v, row(""));
+        }
+        rows.changed([HEX]);
+        assert!(rows.get(a).is_err());
+        assert!(rows.get(same_slot).is_err(), "its slot's version moved");
+        assert!(rows.get(other).is_ok());
     }
 
     #[test]
