@@ -166,7 +166,8 @@ pub struct Config {
     )]
     pub federation_timeout_ms: u64,
 
-    /// How long a pulled dataset may be reused by later reads (0: always pull).
+    /// How long a pulled dataset may be reused by later reads (0: always pull); at most 1,024
+    /// are kept, the oldest giving way.
     #[arg(
         long,
         env = "DATASPACE_NODE_FEDERATION_CACHE_SECS",

@@ -51,6 +51,34 @@ pub struct RemoteDataset {
 
 type Pulled = (Instant, Arc<Value>);
 
+/// Pulled datasets kept at most: each may be megabytes, and a reader paging through a
+/// partner's consignments pulls one per row — kept until they expire, they grew without
+/// bound while the cache was on.
+const CACHE_ENTRIES: usize = 1_024;
+
+/// Caches `value` under `key`: expired entries go first when the cache is full, then the
+/// oldest.
+fn cache_insert<K: std::hash::Hash + Eq + Clone>(
+    cache: &mut std::collections::HashMap<K, Pulled>,
+    key: K,
+    value: Arc<Value>,
+    ttl: Duration,
+) {
+    if cache.len() >= CACHE_ENTRIES && !cache.contains_key(&key) {
+        cache.retain(|_, (at, _)| at.elapsed() < ttl);
+        if cache.len() >= CACHE_ENTRIES {
+            let oldest = cache
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                cache.remove(&oldest);
+            }
+        }
+    }
+    cache.insert(key, (Instant::now(), value));
+}
+
 pub struct Federation {
     identity: Arc<NodeIdentity>,
     key: SigningKey,
@@ -227,10 +255,8 @@ impl Federation {
             .map_err(|e| e.to_string())?;
         let value = Arc::new(serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?);
         if !self.cache_ttl.is_zero() {
-            self.cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(key, (Instant::now(), value.clone()));
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            cache_insert(&mut cache, key, value.clone(), self.cache_ttl);
         }
         Ok(value)
     }
@@ -268,5 +294,28 @@ fn truncate(s: &str) -> &str {
     match s.char_indices().nth(200) {
         Some((i, _)) => &s[..i],
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pulled_datasets_cache_is_bounded_expired_and_oldest_first() {
+        let mut cache = std::collections::HashMap::new();
+        let value = Arc::new(Value::Null);
+        let ttl = Duration::from_secs(60);
+        for i in 0..CACHE_ENTRIES {
+            cache_insert(&mut cache, i, value.clone(), ttl);
+        }
+        // Full: the oldest goes.
+        cache_insert(&mut cache, CACHE_ENTRIES, value.clone(), ttl);
+        assert_eq!(cache.len(), CACHE_ENTRIES);
+        assert!(!cache.contains_key(&0));
+        assert!(cache.contains_key(&1) && cache.contains_key(&CACHE_ENTRIES));
+        // Full of expired entries: they all go.
+        cache_insert(&mut cache, CACHE_ENTRIES + 1, value, Duration::ZERO);
+        assert_eq!(cache.len(), 1);
     }
 }
