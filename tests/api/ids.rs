@@ -87,17 +87,7 @@ async fn a_squatted_global_id_never_routes_an_agencys_report_to_the_squatter() {
         .get(&node, &format!("{LIST}/{aig_of_publisher}"))
         .await;
     assert_eq!(r.status(), StatusCode::OK);
-    let entry = agency
-        .publish(&node, &as_org(report(&aig_of_publisher), agency.org()))
-        .await;
-    assert_completed(&entry);
-    let docs = ok_json(
-        publisher
-            .get(&node, &format!("{LIST}/{GLOBAL_ID}/documents"))
-            .await,
-    )
-    .await;
-    assert_eq!(docs["entities"].as_array().unwrap().len(), 1, "{docs:#}");
+    report_reaches_only(&node, &agency, &publisher, &squatter, &aig_of_publisher).await;
     let docs = ok_json(
         squatter
             .get(&node, &format!("{LIST}/{GLOBAL_ID}/documents"))
@@ -109,9 +99,31 @@ async fn a_squatted_global_id_never_routes_an_agencys_report_to_the_squatter() {
         json!([]),
         "the squatter gets nothing: {docs:#}"
     );
+}
+
+/// The agency's report by `id` reaches the publisher's consignment, and nothing of it the
+/// squatter.
+async fn report_reaches_only(
+    node: &TestNode,
+    agency: &Session,
+    publisher: &Session,
+    squatter: &Session,
+    id: &str,
+) {
+    let entry = agency
+        .publish(node, &as_org(report(id), agency.org()))
+        .await;
+    assert_completed(&entry);
+    let docs = ok_json(
+        publisher
+            .get(node, &format!("{LIST}/{GLOBAL_ID}/documents"))
+            .await,
+    )
+    .await;
+    assert_eq!(docs["entities"].as_array().unwrap().len(), 1, "{docs:#}");
     let all = ok_json(
         squatter
-            .get(&node, "/supply-chain/data-space/documents")
+            .get(node, "/supply-chain/data-space/documents")
             .await,
     )
     .await;
@@ -151,24 +163,7 @@ async fn an_aig_id_taken_as_another_consignments_ids_still_names_only_its_own() 
     assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
 
     // The agency's report by the aig id reaches the publisher, not the squatter.
-    let entry = agency
-        .publish(&node, &as_org(report(&aig), agency.org()))
-        .await;
-    assert_completed(&entry);
-    let docs = ok_json(
-        publisher
-            .get(&node, &format!("{LIST}/{aig}/documents"))
-            .await,
-    )
-    .await;
-    assert_eq!(docs["entities"].as_array().unwrap().len(), 1, "{docs:#}");
-    let all = ok_json(
-        squatter
-            .get(&node, "/supply-chain/data-space/documents")
-            .await,
-    )
-    .await;
-    assert_eq!(all["entities"], json!([]), "{all:#}");
+    report_reaches_only(&node, &agency, &publisher, &squatter, &aig).await;
 }
 
 /// With one publisher's consignment shared, a globalId still resolves as before, and an

@@ -64,6 +64,18 @@ impl World {
         }
     }
 
+    /// The same world after a graceful restart of its node, everyone logged in again.
+    async fn restarted(mut self) -> Self {
+        self.node = self.node.restart().await;
+        let node = &self.node;
+        self.trader = self.trader.logged_in_again(node).await;
+        self.ke = self.ke.logged_in_again(node).await;
+        self.tz = self.tz.logged_in_again(node).await;
+        self.kemba = self.kemba.logged_in_again(node).await;
+        self.outsider = self.outsider.logged_in_again(node).await;
+        self
+    }
+
     async fn json(&self, who: &Session, path: &str) -> Value {
         let r = who.get(&self.node, path).await;
         assert_eq!(r.status(), StatusCode::OK, "{path}");
@@ -446,26 +458,7 @@ async fn a_long_page_under_all_gives_each_shared_row_its_place_or_the_callers_co
             .collect()
     };
     // Restarted, so that no row is cached and the page reads them all.
-    let World {
-        node,
-        operator,
-        trader,
-        ke,
-        tz,
-        kemba,
-        outsider,
-    } = w;
-    let node = node.restart().await;
-    let ke = ke.logged_in_again(&node).await;
-    let w = World {
-        node,
-        operator,
-        trader,
-        ke,
-        tz,
-        kemba,
-        outsider,
-    };
+    let w = w.restarted().await;
     let all: Vec<Value> = w.rows(&w.ke, "all").await;
     assert_eq!(ids(&all.iter().collect::<Vec<_>>()), ids(&expected));
     for row in &all {
