@@ -306,7 +306,10 @@ mod tests {
         let mut cache = std::collections::HashMap::new();
         let value = Arc::new(Value::Null);
         let ttl = Duration::from_secs(60);
-        for i in 0..CACHE_ENTRIES {
+        cache_insert(&mut cache, 0, value.clone(), ttl);
+        // Strictly the oldest, whatever the clock's resolution.
+        std::thread::sleep(Duration::from_millis(2));
+        for i in 1..CACHE_ENTRIES {
             cache_insert(&mut cache, i, value.clone(), ttl);
         }
         // Full: the oldest goes.
