@@ -82,6 +82,12 @@ impl Accounts {
         })
     }
 
+    /// This node's organisations (those holding a key), as loaded and created since.
+    pub fn organizations(&self) -> std::collections::HashSet<String> {
+        let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());
+        keys.values().cloned().collect()
+    }
+
     pub fn organization_for_key(&self, key: &str) -> Option<String> {
         self.keys
             .read()

@@ -75,7 +75,7 @@ impl Node {
             // An earlier version may have run since (it leaves the token): rebuild everything.
             .filter(|_| !config.rebuild_markers);
         let snapshot_ms = started.elapsed().as_millis();
-        let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref(), &identity)?);
+        let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref(), &accounts)?);
         let listing_ms = started.elapsed().as_millis();
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
@@ -200,19 +200,21 @@ impl Node {
 }
 
 /// The own lists' order: from the snapshot when there is one, else from every record of this
-/// node's organisations.
+/// node's organisations (those of its accounts: a partner's share leaves the partner's record
+/// in the index, which the lists' commits never add — until 2026-11-26 a rebuild did, and a
+/// snapshot saved since may still hold it).
 fn listing_of(
     store: &Store,
     queries: &Queries,
     snapshot: Option<&Snapshot>,
-    identity: &NodeIdentity,
+    accounts: &Accounts,
 ) -> Result<Listing> {
-    let local = |org: &str| {
-        crate::federation::did::node_of(org).is_none_or(|node| node == identity.node_did())
-    };
+    let organizations = accounts.organizations();
+    let local = |org: &str| organizations.contains(org);
     let saved = snapshot.and_then(|s| Listing::decode(s.section("listing")?));
     let (listing, stamped) = match saved {
         Some(listing) => {
+            listing.retain(local);
             // The last stamp the node gave, saved at its clean shutdown (absent from
             // snapshots of earlier versions: the creation times floor the stamps then).
             let stamped = snapshot.and_then(|s| s.section("stamp")?.i64());
@@ -220,17 +222,34 @@ fn listing_of(
         }
         None => {
             let listing = Listing::load(store, queries, local)?;
-            (
-                listing,
-                crate::store::index::newest_local_update(store, local)?,
-            )
+            (listing, crate::store::index::newest_update(store, queries)?)
         }
     };
-    // Later stamps follow every time stored, Updates' and Adds' included, so that a clock
-    // stepped back across the restart never dates a new revision before a stored one.
-    let floor = listing.newest().unwrap_or(0).max(stamped.unwrap_or(0));
-    store.stamped_at_least(floor);
+    store.stamped_at_least(stamp_floor(&[listing.newest(), stamped]));
     Ok(listing)
+}
+
+/// The floor of the stamps after a start: the newest time stored, so that a clock stepped back
+/// across the restart never dates a new write before a stored one — but not a time more than
+/// an hour ahead of the clock, which no step back explains (a partner's date stored before
+/// notices were held to this node's clock): the clock is trusted then, and the log says so.
+fn stamp_floor(times: &[Option<i64>]) -> i64 {
+    let newest = times.iter().flatten().copied().max().unwrap_or(0);
+    let limit = chrono::Utc::now().timestamp_millis() + 3_600_000;
+    if newest > limit {
+        tracing::warn!(
+            newest_ms = newest,
+            "a stored time lies more than an hour ahead of the clock: not taken as the stamps' floor"
+        );
+        return times
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|t| *t <= limit)
+            .max()
+            .unwrap_or(0);
+    }
+    newest
 }
 
 /// The secrets kept in `<data-dir>/secrets`, created at the first start.

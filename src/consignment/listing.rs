@@ -110,6 +110,12 @@ impl Listing {
     }
 
     /// Does `org` have a consignment of its own?
+    /// Keeps the lists of the organisations `keep` names only.
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        let mut map = self.by_org.write().unwrap_or_else(|p| p.into_inner());
+        map.retain(|org, _| keep(org));
+    }
+
     pub fn holds_any(&self, org: &str) -> bool {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
         map.get(org).is_some_and(|keys| !keys.order.is_empty())

@@ -98,22 +98,24 @@ fn missing(path: &[&str]) -> Error {
     Error::invalid_field(&path.join("."), "missing, empty or not a string")
 }
 
-/// How far ahead of this node's clock a partner's dates may be: clocks drift, but a date
-/// further ahead would sort the partner's consignment above every other in the receivers'
-/// lists for as long as it lies ahead.
-const AHEAD_AT_MOST: chrono::TimeDelta = chrono::TimeDelta::hours(1);
-
 fn date(v: &Value, path: &[&str]) -> Result<String> {
     let s = field(v, path)?;
-    let at = chrono::DateTime::parse_from_rfc3339(s)
+    chrono::DateTime::parse_from_rfc3339(s)
         .map_err(|_| Error::invalid_field(&path.join("."), "not an ISO 8601 date-time"))?;
-    if at.signed_duration_since(chrono::Utc::now()) > AHEAD_AT_MOST {
-        return Err(Error::invalid_field(
-            &path.join("."),
-            "lies more than an hour ahead of this node's clock",
-        ));
-    }
     Ok(s.to_owned())
+}
+
+/// A partner's date, no later than this node's clock: the receivers' lists sort by a share's
+/// `created`, and this node's stamps never fall behind a stored time — a date ahead (a
+/// partner's clock, or a partner's choice) would keep its consignment above every other and
+/// carry this node's clock forward with it. Refusing it instead would lose the share: the
+/// sender drops a notice its receiver refuses.
+fn not_ahead(date: String) -> String {
+    let now = chrono::Utc::now();
+    match chrono::DateTime::parse_from_rfc3339(&date) {
+        Ok(at) if at > now => now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        _ => date,
+    }
 }
 
 /// Checks a received notice's shape (not yet who may send it: see `sharing::remote`).
@@ -161,10 +163,20 @@ pub fn parse(body: &Value) -> Result<Received> {
         .filter(|h| h.len() == 32 && h.chars().all(|c| c.is_ascii_hexdigit()))
         .ok_or_else(|| Error::invalid_field("object.consignment.aigId", "must be aig:<32 hex>"))?
         .to_ascii_lowercase();
+    let id = |name: &str| -> Result<String> {
+        let value = field(body, &["object", "consignment", name])?;
+        if crate::store::graphs::is_aig_id(value) {
+            return Err(Error::invalid_field(
+                &format!("object.consignment.{name}"),
+                "has the form of an aig id, which names only the record minted for it",
+            ));
+        }
+        Ok(value.to_owned())
+    };
     let consignment = ConsignmentRef {
         aig_hex,
-        global_id: field(body, &["object", "consignment", "globalId"])?.to_owned(),
-        identifier: field(body, &["object", "consignment", "identifier"])?.to_owned(),
+        global_id: id("globalId")?,
+        identifier: id("identifier")?,
         publisher: match kind {
             Kind::Share => actor.clone(),
             Kind::Contribution => to.clone(),
@@ -174,7 +186,7 @@ pub fn parse(body: &Value) -> Result<Received> {
         kind,
         dataset: field(body, &["object", "id"])?.to_owned(),
         consignment,
-        created: date(body, &["object", "created"])?,
+        created: not_ahead(date(body, &["object", "created"])?),
         policy: body
             .pointer("/object/policy")
             .and_then(Value::as_str)

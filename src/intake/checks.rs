@@ -38,6 +38,25 @@ impl Intake {
         for (path, holder) in keys {
             let name = path.rsplit('.').next().unwrap_or(path);
             if let Some(value) = holder.and_then(|h| h.get(name)) {
+                // A consignment's own ids may not take the form of the node's: that text
+                // names the record the node minted it for, and nothing else (`graphs::is_aig_id`),
+                // so a consignment under it could never be found by it, nor kept unique by it.
+                let own_id = matches!(activity.kind, Kind::Create | Kind::Update);
+                if own_id
+                    && crate::consignment::ports::string_value(Some(value))
+                        .is_some_and(graphs::is_aig_id)
+                {
+                    failures.push(Failure {
+                        path: (*path).into(),
+                        constraint: "not an aig id".into(),
+                        value: Some(value.to_string()),
+                        message: format!(
+                            "{path} has the form of the node's ids (aig: and 32 lowercase \
+                             hexadecimal digits), which name only the consignments the node \
+                             minted them for"
+                        ),
+                    });
+                }
                 if !activity::is_string_or_value_object(value) {
                     failures.push(Failure {
                         path: (*path).into(),

@@ -129,14 +129,16 @@ pub fn consignment_hex(iri: &str) -> Option<&str> {
     iri.strip_prefix("urn:dataspace-node:consignment:")
 }
 
-/// Whether an id has the form of the node's own ids (`aig:` and 32 hexadecimal digits): such
+/// Whether an id has the form of the node's own ids (`aig:` and 32 lowercase hexadecimal
+/// digits, as the node mints them and lowers partners'): such
 /// an id names only the record the node minted it for, never a consignment whose publisher
 /// chose that text as its identifier or globalId (which would otherwise stand beside another
 /// publisher's consignment wherever the aig id is resolved). The queries that resolve ids
 /// apply the same rule (`queries/consignment_by_key.rq`, `consignment_shared_by_key.rq`).
 pub fn is_aig_id(key: &str) -> bool {
-    key.strip_prefix("aig:")
-        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    key.strip_prefix("aig:").is_some_and(|hex| {
+        hex.len() == 32 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// The node holding a consignment's derived summary facts.
@@ -158,8 +160,9 @@ mod tests {
 
     #[test]
     fn the_aig_form_is_the_prefix_and_32_hex_digits() {
-        assert!(is_aig_id("aig:0123456789abcdef0123456789ABCDEF"));
+        assert!(is_aig_id("aig:0123456789abcdef0123456789abcdef"));
         for not in [
+            "aig:0123456789abcdef0123456789ABCDEF",
             "aig:0123456789abcdef0123456789abcde",
             "aig:0123456789abcdef0123456789abcdef0",
             "aig:0123456789abcdef0123456789abcdeg",

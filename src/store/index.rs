@@ -7,8 +7,7 @@
 //! internalising the query's constants (perf on a node answering views: the look-up was a
 //! third of its CPU, `queries/consignment_by_any_id.rq` until 2026-11-26).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
 
 use oxigraph::model::{GraphNameRef, NamedNode, NamedOrBlankNode, QuadRef, Term};
 
@@ -151,48 +150,23 @@ fn facts(store: &Store, record: NamedNode, graph: GraphNameRef<'_>) -> Result<Op
     }))
 }
 
-/// A creation time as milliseconds, for ordering; unreadable ones sort last.
-/// The newest `updated` time of a record this node's organisations publish: with the newest
-/// creation time, the floor of later stamps after a start without the models snapshot (a
-/// clock stepped back across the restart must not date new revisions before stored ones).
-/// One scan of the `updated` facts, keeping the newest few, then their publishers looked up
-/// newest first: a join per record would double such a start-up, and a partner's record
-/// carries its node's clock, which must not move this node's stamps. `None` when the newest
-/// few are all partners' (the creation times then floor the stamps, as before).
-pub fn newest_local_update(store: &Store, local: impl Fn(&str) -> bool) -> Result<Option<i64>> {
-    const KEEP: usize = 64;
-    let index = graphs::consignment_index();
-    let graph = GraphNameRef::NamedNode(index.as_ref());
-    let updated = dsn("updated");
-    let mut newest: BinaryHeap<Reverse<(i64, NamedNode)>> = BinaryHeap::with_capacity(KEEP + 1);
-    for quad in store
-        .db()
-        .quads_for_pattern(None, Some(updated.as_ref()), None, Some(graph))
-    {
-        let quad = quad?;
-        let (NamedOrBlankNode::NamedNode(record), Term::Literal(at)) = (quad.subject, quad.object)
-        else {
-            continue;
-        };
-        let ms = instant(at.value());
-        if newest.len() < KEEP || newest.peek().is_some_and(|Reverse((least, _))| ms > *least) {
-            newest.push(Reverse((ms, record)));
-            if newest.len() > KEEP {
-                newest.pop();
-            }
-        }
-    }
-    let publisher = dsn("publisher");
-    for Reverse((ms, record)) in newest.into_sorted_vec() {
-        if let Some(Term::NamedNode(p)) = store.value(&record, &publisher, &index)? {
-            if local(p.as_str()) {
-                return Ok(Some(ms));
-            }
-        }
-    }
-    Ok(None)
+/// The newest `updated` time of any record — every record's, partners' included (a partner's
+/// dates are never ahead of this node's clock when they arrive, `federation::notice`, and an
+/// `Add` to a partner's consignment stamps it with this node's time): with the newest
+/// creation time, the floor of later stamps after a start without the models snapshot
+/// (`queries/newest_update.rq`).
+pub fn newest_update(store: &Store, queries: &super::Queries) -> Result<Option<i64>> {
+    let rows = queries.select(store, super::Query::NewestUpdate, &[])?;
+    Ok(rows
+        .first()
+        .and_then(|row| match row.get("newest") {
+            Some(Term::Literal(at)) => Some(instant(at.value())),
+            _ => None,
+        })
+        .filter(|ms| *ms != i64::MIN))
 }
 
+/// A creation time as milliseconds, for ordering; unreadable ones sort last.
 fn instant(text: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(text).map_or(i64::MIN, |t| t.timestamp_millis())
 }
@@ -226,24 +200,57 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_local_update_passes_over_partners_records() {
+    fn an_aig_id_names_only_its_record_whatever_another_took_as_its_ids() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let local = |org: &str| !org.ends_with(":org:ff");
-        assert_eq!(newest_local_update(&store, local).unwrap(), None);
-        // A partner's record dated far ahead, and more local records than the scan keeps.
-        record(&store, "ff", (Some("P"), Some("P")), "2099-01-01T00:00:00Z");
-        for i in 0..100 {
-            let at = format!("2026-01-01T00:{:02}:{:02}Z", i / 60, i % 60);
-            record(&store, &format!("{i:02x}"), (Some("G"), Some("I")), &at);
+        let (real, squat) = (
+            "0123456789abcdef0123456789abcdef",
+            "fedcba98765432100123456789abcdef",
+        );
+        let id = format!("aig:{real}");
+        record(&store, real, (Some("G"), Some("I")), "2026-01-01T00:00:00Z");
+        // Stored before Creates were refused such ids, and newer.
+        record(
+            &store,
+            squat,
+            (Some(&id), Some(&id)),
+            "2026-02-01T00:00:00Z",
+        );
+        assert_eq!(hexes(&by_any_id(&store, &id).unwrap()), [real]);
+        let squatter = NamedNode::new_unchecked(format!("did:web:x:org:{squat}"));
+        assert!(!owns(&store, &squatter, &id).unwrap());
+        // A text of another form is matched as globalId or identifier, as before.
+        let upper = format!("aig:{}", real.to_uppercase());
+        record(
+            &store,
+            "c3",
+            (Some(&upper), Some("J")),
+            "2026-03-01T00:00:00Z",
+        );
+        assert_eq!(hexes(&by_any_id(&store, &upper).unwrap()), ["c3"]);
+    }
+
+    #[test]
+    fn the_newest_update_of_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let queries = crate::store::Queries::load().unwrap();
+        assert_eq!(newest_update(&store, &queries).unwrap(), None);
+        for (i, at) in [
+            "2026-01-01T00:00:00Z",
+            "2026-03-01T00:00:00.5Z",
+            "2026-02-01T00:00:00Z",
+        ]
+        .iter()
+        .enumerate()
+        {
+            record(&store, &format!("{i:02x}"), (Some("G"), Some("I")), at);
         }
-        let newest = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:01:39Z").unwrap();
+        let newest = chrono::DateTime::parse_from_rfc3339("2026-03-01T00:00:00.5Z").unwrap();
         assert_eq!(
-            newest_local_update(&store, local).unwrap(),
+            newest_update(&store, &queries).unwrap(),
             Some(newest.timestamp_millis())
         );
-        // Only partners' records: none.
-        assert_eq!(newest_local_update(&store, |_| false).unwrap(), None);
     }
 
     fn hexes(found: &[Indexed]) -> Vec<&str> {

@@ -64,6 +64,7 @@ queries! {
     RevisionAt => "revision_at",
     ConsignmentPartsAt => "consignment_parts_at",
     LegacyRevisions => "legacy_revisions",
+    NewestUpdate => "newest_update",
 }
 
 pub struct Queries {

@@ -130,10 +130,11 @@ async fn report_reaches_only(
     assert_eq!(all["entities"], json!([]), "{all:#}");
 }
 
-/// The aig id names only the consignment the node minted it for: a publisher that learnt it
-/// and took it as its own consignment's identifier and globalId gains no place beside it.
+/// The aig id names only the consignment the node minted it for: a consignment cannot take it
+/// (or any text of its form) as its globalId or identifier, and reads and reports by it reach
+/// the consignment it names.
 #[tokio::test]
-async fn an_aig_id_taken_as_another_consignments_ids_still_names_only_its_own() {
+async fn an_aig_id_cannot_be_taken_as_another_consignments_ids() {
     let node = TestNode::start().await;
     let (_operator, publisher, agency) = kenya_circle(&node).await;
     let squatter = Session::new(&node, "squatter@elsewhere.example").await;
@@ -141,13 +142,19 @@ async fn an_aig_id_taken_as_another_consignments_ids_still_names_only_its_own() 
     let view = ok_json(publisher.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await).await;
     let aig = view["id"].as_str().unwrap().to_owned();
     assert!(aig.starts_with("aig:"), "{view:#}");
-    // The squatter's consignment, entering Kenya too, under the aig id as both its ids.
-    let mut squat = as_org(example("create-consignment"), squatter.org());
-    squat["object"]["globalId"] = json!(aig);
-    squat["object"]["identifier"] = json!(aig);
-    assert_completed(&squatter.publish(&node, &squat).await);
-    let rows = ok_json(agency.get(&node, &format!("{LIST}?scope=shared")).await).await;
-    assert_eq!(rows["entities"].as_array().unwrap().len(), 2, "{rows:#}");
+    // The squatter's consignment, entering Kenya too, under the aig id as its ids: refused,
+    // each id named, nothing stored.
+    for key in ["globalId", "identifier"] {
+        let mut squat = as_org(example("create-consignment"), squatter.org());
+        squat["object"][key] = json!(aig);
+        let entry = squatter.publish(&node, &squat).await;
+        let error = task_error(&entry);
+        assert_eq!(error["cause"]["name"], "ValidationError", "{error:#}");
+        let failure = &error["cause"]["properties"]["failures"][0];
+        assert_eq!(failure["path"], format!("object.{key}"), "{error:#}");
+    }
+    let rows = ok_json(squatter.get(&node, LIST).await).await;
+    assert_eq!(rows["entities"], json!([]), "{rows:#}");
 
     // Reads by the aig id, by the agency and the publisher: the publisher's consignment.
     for who in [&agency, &publisher] {
@@ -158,11 +165,8 @@ async fn an_aig_id_taken_as_another_consignments_ids_still_names_only_its_own() 
         let view = ok_json(who.get(&node, &format!("{LIST}/{aig}")).await).await;
         assert_eq!(view["id"], aig.as_str());
     }
-    // The squatter reads nothing by it: the consignment it names is not shared with it.
     let r = squatter.get(&node, &format!("{LIST}/{aig}")).await;
     assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
-
-    // The agency's report by the aig id reaches the publisher, not the squatter.
     report_reaches_only(&node, &agency, &publisher, &squatter, &aig).await;
 }
 
