@@ -225,31 +225,10 @@ fn listing_of(
             (listing, crate::store::index::newest_update(store, queries)?)
         }
     };
-    store.stamped_at_least(stamp_floor(&[listing.newest(), stamped]));
+    // Later stamps follow every time stored, so that a clock stepped back across the restart
+    // never dates a new write before a stored one.
+    store.stamped_at_least(listing.newest().unwrap_or(0).max(stamped.unwrap_or(0)));
     Ok(listing)
-}
-
-/// The floor of the stamps after a start: the newest time stored, so that a clock stepped back
-/// across the restart never dates a new write before a stored one — but not a time more than
-/// an hour ahead of the clock, which no step back explains (a partner's date stored before
-/// notices were held to this node's clock): the clock is trusted then, and the log says so.
-fn stamp_floor(times: &[Option<i64>]) -> i64 {
-    let newest = times.iter().flatten().copied().max().unwrap_or(0);
-    let limit = chrono::Utc::now().timestamp_millis() + 3_600_000;
-    if newest > limit {
-        tracing::warn!(
-            newest_ms = newest,
-            "a stored time lies more than an hour ahead of the clock: not taken as the stamps' floor"
-        );
-        return times
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|t| *t <= limit)
-            .max()
-            .unwrap_or(0);
-    }
-    newest
 }
 
 /// The secrets kept in `<data-dir>/secrets`, created at the first start.

@@ -98,11 +98,16 @@ fn missing(path: &[&str]) -> Error {
     Error::invalid_field(&path.join("."), "missing, empty or not a string")
 }
 
+/// A date-time of the notice, in this node's form (UTC, milliseconds): chrono reads forms an
+/// `xsd:dateTime` does not allow (a lowercase `t`, a space), which would be stored as
+/// ill-typed literals and sort as text among the node's dates.
 fn date(v: &Value, path: &[&str]) -> Result<String> {
     let s = field(v, path)?;
-    chrono::DateTime::parse_from_rfc3339(s)
+    let at = chrono::DateTime::parse_from_rfc3339(s)
         .map_err(|_| Error::invalid_field(&path.join("."), "not an ISO 8601 date-time"))?;
-    Ok(s.to_owned())
+    Ok(at
+        .with_timezone(&chrono::Utc)
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
 }
 
 /// A partner's date, no later than this node's clock: the receivers' lists sort by a share's

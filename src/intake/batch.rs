@@ -63,17 +63,19 @@ impl Intake {
                     outcomes[index] = Some(Loaded::Refused(request_error(&e)));
                     continue;
                 }
-                Ok(p) if !p.failures.is_empty() => {
-                    outcomes[index] = Some(refused(&TaskError::validation(&p.failures)));
-                    continue;
-                }
                 Ok(p) => p,
             };
+            // Replays first, as the inbox answers them: a line applied before is one, even
+            // when today's checks would refuse it.
             if let Some(entry) = self.entry(&caller.organization, &prepared.entry_id)? {
                 if !entry.failed() {
                     outcomes[index] = Some(Loaded::Replayed(prepared.entry_id.clone()));
                     continue;
                 }
+            }
+            if !prepared.failures.is_empty() {
+                outcomes[index] = Some(refused(&TaskError::validation(&prepared.failures)));
+                continue;
             }
             let mut content = self.take_content(caller, &prepared.activity)?;
             if content.is_none() && adds_document(&prepared) && !ready.is_empty() {

@@ -38,24 +38,13 @@ impl Intake {
         for (path, holder) in keys {
             let name = path.rsplit('.').next().unwrap_or(path);
             if let Some(value) = holder.and_then(|h| h.get(name)) {
-                // A consignment's own ids may not take the form of the node's: that text
+                // A new consignment's ids may not take the form of the node's: that text
                 // names the record the node minted it for, and nothing else (`graphs::is_aig_id`),
                 // so a consignment under it could never be found by it, nor kept unique by it.
-                let own_id = matches!(activity.kind, Kind::Create | Kind::Update);
-                if own_id
-                    && crate::consignment::ports::string_value(Some(value))
-                        .is_some_and(graphs::is_aig_id)
-                {
-                    failures.push(Failure {
-                        path: (*path).into(),
-                        constraint: "not an aig id".into(),
-                        value: Some(value.to_string()),
-                        message: format!(
-                            "{path} has the form of the node's ids (aig: and 32 lowercase \
-                             hexadecimal digits), which name only the consignments the node \
-                             minted them for"
-                        ),
-                    });
+                // (An Update may keep such an id an earlier version stored: `apply::update`.)
+                let text = crate::consignment::ports::string_value(Some(value));
+                if activity.kind == Kind::Create && text.is_some_and(graphs::is_aig_id) {
+                    failures.push(not_an_aig_id(path, value.to_string()));
                 }
                 if !activity::is_string_or_value_object(value) {
                     failures.push(Failure {
@@ -102,6 +91,19 @@ impl Intake {
         }
         reserved_iris(expansion, minted, &mut failures);
         failures
+    }
+}
+
+/// The failure of a consignment id of the aig form.
+pub(super) fn not_an_aig_id(path: &str, value: String) -> Failure {
+    Failure {
+        path: path.into(),
+        constraint: "not an aig id".into(),
+        value: Some(value),
+        message: format!(
+            "{path} has the form of the node's ids (aig: and 32 lowercase hexadecimal digits), \
+             which name only the consignments the node minted them for"
+        ),
     }
 }
 

@@ -93,13 +93,23 @@ impl Sharing {
     fn receive_share(&self, n: &Received, to: NamedNode) -> Result<()> {
         let record = n.consignment.node();
         self.store.commit(|tx, events| {
+            let mut created = n.created.clone();
             match publisher_of(tx, &record)? {
                 Some(p) if p != n.actor => {
                     return Err(Error::Conflict(
                         "this consignment id belongs to another publisher".into(),
                     ))
                 }
-                Some(_) => {}
+                Some(_) => {
+                    // The date the record was first stored with keys it in every receiver's
+                    // list alike (a later notice's may differ: held to this node's clock).
+                    let index = graphs::consignment_index();
+                    let stored =
+                        crate::store::records::objects(tx, &record, "created", index.as_ref())?;
+                    if let Some(stored) = stored.into_iter().next() {
+                        created = stored;
+                    }
+                }
                 None => {
                     let actor = NamedNode::new_unchecked(&n.actor);
                     for q in [
@@ -139,7 +149,7 @@ impl Sharing {
                 org: to.as_str().to_owned(),
                 seq,
             });
-            if let Some(ms) = listing::millis(&n.created) {
+            if let Some(ms) = listing::millis(&created) {
                 events.push(Committed::Shared {
                     org: to.as_str().to_owned(),
                     created_ms: ms,

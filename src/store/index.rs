@@ -154,9 +154,16 @@ fn facts(store: &Store, record: NamedNode, graph: GraphNameRef<'_>) -> Result<Op
 /// dates are never ahead of this node's clock when they arrive, `federation::notice`, and an
 /// `Add` to a partner's consignment stamps it with this node's time): with the newest
 /// creation time, the floor of later stamps after a start without the models snapshot
-/// (`queries/newest_update.rq`).
+/// (`queries/newest_update.rq`: none more than an hour ahead of the clock).
 pub fn newest_update(store: &Store, queries: &super::Queries) -> Result<Option<i64>> {
-    let rows = queries.select(store, super::Query::NewestUpdate, &[])?;
+    let limit = (chrono::Utc::now() + chrono::TimeDelta::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let limit = oxigraph::model::Literal::new_typed_literal(limit, crate::vocab::xsd("dateTime"));
+    let rows = queries.select(
+        store,
+        super::Query::NewestUpdate,
+        &[("limit", limit.into())],
+    )?;
     Ok(rows
         .first()
         .and_then(|row| match row.get("newest") {
@@ -247,6 +254,14 @@ mod tests {
             record(&store, &format!("{i:02x}"), (Some("G"), Some("I")), at);
         }
         let newest = chrono::DateTime::parse_from_rfc3339("2026-03-01T00:00:00.5Z").unwrap();
+        assert_eq!(
+            newest_update(&store, &queries).unwrap(),
+            Some(newest.timestamp_millis())
+        );
+        // Far ahead of the clock, or not an xsd:dateTime (sorting as text after every date):
+        // not taken.
+        record(&store, "f0", (Some("G"), Some("I")), "2099-01-01T00:00:00Z");
+        record(&store, "f1", (Some("G"), Some("I")), "2026-04-01t00:00:00z");
         assert_eq!(
             newest_update(&store, &queries).unwrap(),
             Some(newest.timestamp_millis())

@@ -155,6 +155,22 @@ async fn an_aig_id_cannot_be_taken_as_another_consignments_ids() {
     }
     let rows = ok_json(squatter.get(&node, LIST).await).await;
     assert_eq!(rows["entities"], json!([]), "{rows:#}");
+    // Nor may an Update give a consignment such an id (here its own aig id as globalId).
+    let mut rename = as_org(example("create-consignment"), publisher.org());
+    rename["type"] = json!("Update");
+    rename["object"]["globalId"] = json!(aig);
+    let entry = publisher.publish(&node, &rename).await;
+    let error = task_error(&entry);
+    assert_eq!(error["cause"]["name"], "ValidationError", "{error:#}");
+    assert_eq!(
+        error["cause"]["properties"]["failures"][0]["path"],
+        "object.globalId"
+    );
+    let view = ok_json(publisher.get(&node, &format!("{LIST}/{aig}")).await).await;
+    assert_eq!(
+        view["updated"], view["created"],
+        "nothing applied: {view:#}"
+    );
 
     // Reads by the aig id, by the agency and the publisher: the publisher's consignment.
     for who in [&agency, &publisher] {

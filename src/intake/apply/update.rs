@@ -41,6 +41,17 @@ impl Apply<'_> {
                 ))));
             }
         }
+        // An id of the aig form only as the record already has it (stored by an earlier
+        // version), never taken anew: it names only the record minted for it.
+        for (path, key, stored) in [
+            ("object.globalId", &global_id, &old.global_id),
+            ("object.identifier", &identifier, &old.identifier),
+        ] {
+            if graphs::is_aig_id(key) && key != stored {
+                let failure = super::super::checks::not_an_aig_id(path, format!("{key:?}"));
+                return Ok(Err(TaskError::validation(&[failure])));
+            }
+        }
         let created = self.created_of(tx, &old)?;
         let now = self.now.to_owned();
         let replaced = replaced(tx, &old)?;
