@@ -127,10 +127,10 @@ impl Views {
         if reads.len() < PREFETCH_AT_LEAST {
             return Ok(read);
         }
-        let Some(_threads) = Reserved::take(&self.prefetching, PREFETCH_THREADS) else {
+        let part = reads.len().div_ceil(PREFETCH_THREADS);
+        let Some(_threads) = Reserved::take(&self.prefetching, reads.len().div_ceil(part)) else {
             return Ok(read);
         };
-        let part = reads.len().div_ceil(PREFETCH_THREADS);
         std::thread::scope(|scope| {
             let reading: Vec<_> = reads
                 .chunks(part)

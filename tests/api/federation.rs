@@ -621,3 +621,57 @@ async fn a_partners_record_dated_ahead_moves_no_stamp_after_a_rebuild() {
         "dated by this node's clock: {created}"
     );
 }
+
+/// A partner's consignment shared with a second receiver on this node keeps the date it was
+/// first stored with, whatever the second notice says: both receivers' lists order it by that
+/// date, while the node runs and after a rebuild of the lists from the store (a crash).
+#[tokio::test]
+async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
+    let (mut ls, hosts) = listeners(2).await;
+    let c_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let c = federated(c_listener, &hosts).await;
+    let first = Session::new(&a, "officer@kra.example").await;
+    let second = Session::new(&a, "officer@tra.example").await;
+    let partner = format!("{}:org:0a1b2c3d4e5f", did_of(&c));
+    let dataset = |hex: &str| graphs::contribution(hex, &partner).into_string();
+    let announce = |hex: &str, to: &str, created: &str| {
+        json!({
+            "@context": "https://www.w3.org/ns/activitystreams", "type": "Announce",
+            "actor": partner, "to": [to], "published": "2026-11-26T00:00:01Z",
+            "object": {"type": "Dataset", "id": dataset(hex), "created": created,
+                       "consignment": {"globalId": format!("urn:uuid:{hex}"),
+                                       "identifier": format!("P-{hex}"), "aigId": format!("aig:{hex}")}}
+        })
+    };
+    let (p, q) = (
+        "5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a01",
+        "5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a02",
+    );
+    for (hex, to, created) in [
+        (p, first.org(), "2026-01-01T00:00:00Z"),
+        (p, second.org(), "2026-06-01T00:00:00Z"),
+        (q, second.org(), "2026-03-01T00:00:00Z"),
+    ] {
+        let r = notify(&c, &partner, &a, &announce(hex, to, created)).await;
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+    }
+    // Node C holds no such datasets: each row is a warning, in list order.
+    let order = |list: &Value| -> Vec<String> {
+        list["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["datasetId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let expected = vec![dataset(q), dataset(p)];
+    let shared = format!("{LIST}?scope=shared");
+    assert_eq!(order(&get_json(&second, &a, &shared).await), expected);
+
+    let (config, addr, dir) = a.halt().await;
+    std::fs::remove_file(config.data_dir.join("models.snapshot")).unwrap();
+    let a = TestNode::start_again((config, addr, dir)).await;
+    let second = second.logged_in_again(&a).await;
+    assert_eq!(order(&get_json(&second, &a, &shared).await), expected);
+}
