@@ -565,30 +565,48 @@ async fn a_partner_organisation_with_a_local_id_segment_names_graphs_of_its_own(
     assert_eq!(view["id"], aig, "{view:#}");
 }
 
+/// Node A, and an organisation of node C that shares consignments with A's organisations by
+/// notices the tests write.
+async fn a_and_a_partner() -> (TestNode, TestNode, String) {
+    let (mut ls, hosts) = listeners(2).await;
+    let c_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let c = federated(c_listener, &hosts).await;
+    let partner = format!("{}:org:0a1b2c3d4e5f", did_of(&c));
+    (a, c, partner)
+}
+
+/// `partner`'s notice sharing its consignment `hex` with `to`, created at `created`.
+fn announce(partner: &str, hex: &str, to: &str, created: &str) -> Value {
+    json!({
+        "@context": "https://www.w3.org/ns/activitystreams", "type": "Announce",
+        "actor": partner, "to": [to], "published": "2026-11-26T00:00:01Z",
+        "object": {"type": "Dataset", "id": graphs::contribution(hex, partner).as_str(),
+                   "created": created,
+                   "consignment": {"globalId": format!("urn:uuid:{hex}"),
+                                   "identifier": format!("P-{hex}"), "aigId": format!("aig:{hex}")}}
+    })
+}
+
+/// `node` as after a crash: stopped, its models snapshot gone, started again (the models are
+/// rebuilt from the store).
+async fn crashed_and_restarted(node: TestNode) -> TestNode {
+    let (config, addr, dir) = node.halt().await;
+    std::fs::remove_file(config.data_dir.join("models.snapshot")).unwrap();
+    TestNode::start_again((config, addr, dir)).await
+}
+
 /// A share from a partner node leaves the partner's record in this node's index, dated by the
 /// partner — here far ahead. It is held to this node's clock when it arrives, the rebuilt own
 /// lists (a start after a crash) leave the partner's record out as the running node did, and
 /// this node's stamps do not move: a Create after the rebuild is dated now.
 #[tokio::test]
 async fn a_partners_record_dated_ahead_moves_no_stamp_after_a_rebuild() {
-    let (mut ls, hosts) = listeners(2).await;
-    let c_listener = ls.pop().unwrap();
-    let a = federated(ls.pop().unwrap(), &hosts).await;
-    let c = federated(c_listener, &hosts).await;
+    let (a, c, partner) = a_and_a_partner().await;
     let agency = Session::new(&a, "officer@kra.example").await;
     let trader = Session::new(&a, "trader@forwarder.example").await;
-    let partner = format!("{}:org:0a1b2c3d4e5f", did_of(&c));
     let hex = "5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a5a";
-    let announce = |created: &str| {
-        json!({
-            "@context": "https://www.w3.org/ns/activitystreams", "type": "Announce",
-            "actor": partner, "to": [agency.org()], "published": "2026-11-26T00:00:01Z",
-            "object": {"type": "Dataset", "id": graphs::contribution(hex, &partner).as_str(),
-                       "created": created,
-                       "consignment": {"globalId": "urn:uuid:5a5a5a5a-5a5a-4a5a-8a5a-5a5a5a5a5a5a",
-                                       "identifier": "PARTNER-1", "aigId": format!("aig:{hex}")}}
-        })
-    };
+    let announce = |created: &str| announce(&partner, hex, agency.org(), created);
     let r = notify(&c, &partner, &a, &announce("2099-01-01T00:00:00Z")).await;
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     // A partner's consignment may not take an id of the aig form either.
@@ -604,10 +622,7 @@ async fn a_partners_record_dated_ahead_moves_no_stamp_after_a_rebuild() {
         "{shared:#}"
     );
 
-    // As after a crash: no snapshot, so the models are rebuilt from the store.
-    let (config, addr, dir) = a.halt().await;
-    std::fs::remove_file(config.data_dir.join("models.snapshot")).unwrap();
-    let a = TestNode::start_again((config, addr, dir)).await;
+    let a = crashed_and_restarted(a).await;
     let trader = trader.logged_in_again(&a).await;
     let before = chrono::Utc::now();
     trader.publish_example(&a, "create-consignment").await;
@@ -627,23 +642,10 @@ async fn a_partners_record_dated_ahead_moves_no_stamp_after_a_rebuild() {
 /// date, while the node runs and after a rebuild of the lists from the store (a crash).
 #[tokio::test]
 async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
-    let (mut ls, hosts) = listeners(2).await;
-    let c_listener = ls.pop().unwrap();
-    let a = federated(ls.pop().unwrap(), &hosts).await;
-    let c = federated(c_listener, &hosts).await;
+    let (a, c, partner) = a_and_a_partner().await;
     let first = Session::new(&a, "officer@kra.example").await;
     let second = Session::new(&a, "officer@tra.example").await;
-    let partner = format!("{}:org:0a1b2c3d4e5f", did_of(&c));
     let dataset = |hex: &str| graphs::contribution(hex, &partner).into_string();
-    let announce = |hex: &str, to: &str, created: &str| {
-        json!({
-            "@context": "https://www.w3.org/ns/activitystreams", "type": "Announce",
-            "actor": partner, "to": [to], "published": "2026-11-26T00:00:01Z",
-            "object": {"type": "Dataset", "id": dataset(hex), "created": created,
-                       "consignment": {"globalId": format!("urn:uuid:{hex}"),
-                                       "identifier": format!("P-{hex}"), "aigId": format!("aig:{hex}")}}
-        })
-    };
     let (p, q) = (
         "5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a01",
         "5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a02",
@@ -653,7 +655,7 @@ async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
         (p, second.org(), "2026-06-01T00:00:00Z"),
         (q, second.org(), "2026-03-01T00:00:00Z"),
     ] {
-        let r = notify(&c, &partner, &a, &announce(hex, to, created)).await;
+        let r = notify(&c, &partner, &a, &announce(&partner, hex, to, created)).await;
         assert_eq!(r.status(), StatusCode::ACCEPTED);
     }
     // Node C holds no such datasets: each row is a warning, in list order.
@@ -669,9 +671,7 @@ async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
     let shared = format!("{LIST}?scope=shared");
     assert_eq!(order(&get_json(&second, &a, &shared).await), expected);
 
-    let (config, addr, dir) = a.halt().await;
-    std::fs::remove_file(config.data_dir.join("models.snapshot")).unwrap();
-    let a = TestNode::start_again((config, addr, dir)).await;
+    let a = crashed_and_restarted(a).await;
     let second = second.logged_in_again(&a).await;
     assert_eq!(order(&get_json(&second, &a, &shared).await), expected);
 }
