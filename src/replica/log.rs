@@ -315,20 +315,7 @@ pub fn shipped(reader: &Transaction<'_>) -> Result<u64> {
 
 /// The value of the log's own `dsn:<predicate>`.
 fn bookkeeping(reader: &Transaction<'_>, predicate: &str) -> Result<Option<String>> {
-    let p = dsn(predicate);
-    let node = position_node();
-    let g = graph();
-    for q in reader.quads_for_pattern(
-        Some(node.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(g.as_ref().into()),
-    ) {
-        if let Term::Literal(l) = q?.object {
-            return Ok(Some(l.value().to_owned()));
-        }
-    }
-    Ok(None)
+    crate::store::records::literal(reader, &position_node(), predicate, graph().as_ref())
 }
 
 fn position(through: u64) -> Quad {

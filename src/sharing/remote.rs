@@ -104,17 +104,10 @@ impl Sharing {
                     // The date the record was first stored with keys it in every receiver's
                     // list alike (a later notice's may differ: held to this node's clock).
                     let index = graphs::consignment_index();
-                    let predicate = dsn("created");
-                    for quad in tx.quads_for_pattern(
-                        Some(record.as_ref().into()),
-                        Some(predicate.as_ref()),
-                        None,
-                        Some(index.as_ref().into()),
-                    ) {
-                        if let Term::Literal(at) = quad?.object {
-                            created = at.value().to_owned();
-                            break;
-                        }
+                    let stored =
+                        crate::store::records::literal(tx, &record, "created", index.as_ref())?;
+                    if let Some(stored) = stored {
+                        created = stored;
                     }
                 }
                 None => {

@@ -28,6 +28,27 @@ pub fn objects(
     named_objects(quads)
 }
 
+/// The first literal value of `subject dsn:<predicate> ?o` in `graph` (a date, a count).
+pub fn literal(
+    tx: &Transaction<'_>,
+    subject: &NamedNode,
+    predicate: &str,
+    graph: NamedNodeRef<'_>,
+) -> Result<Option<String>> {
+    let p = dsn(predicate);
+    for q in tx.quads_for_pattern(
+        Some(subject.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(graph.into()),
+    ) {
+        if let Term::Literal(l) = q?.object {
+            return Ok(Some(l.value().to_owned()));
+        }
+    }
+    Ok(None)
+}
+
 /// The IRIs among the objects of some quads (organisations, in the sharing and index graphs).
 pub fn named_objects(quads: impl Iterator<Item = Result<Quad>>) -> Result<Vec<String>> {
     quads
