@@ -326,6 +326,7 @@ fn store_of(config: &Config) -> Result<(Arc<Store>, Arc<Queries>)> {
     let store = Arc::new(Store::open_with(
         &config.data_dir.join("store"),
         config.store_open_files,
+        config.sync_commits,
     )?);
     // Before anything reads a graph name: names of earlier data dirs are renamed.
     crate::store::rekey::run(&store)?;

@@ -43,6 +43,12 @@ pub fn serve_node(dir: &std::path::Path) {
                 .parse()
                 .expect("DATASPACE_NODE_STORE_OPEN_FILES: a number");
         }
+        // The write-ahead log's sync after each commit (on by default), to measure what it costs.
+        if let Some(v) = var("DATASPACE_NODE_SYNC_COMMITS") {
+            config.sync_commits = v
+                .parse()
+                .expect("DATASPACE_NODE_SYNC_COMMITS: true or false");
+        }
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();

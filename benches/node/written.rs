@@ -215,10 +215,13 @@ fn copy_of(quads: &[Quad], tokens: &[String], i: usize) -> Vec<Quad> {
 }
 
 /// `activities` inserts of `template`'s copies into a fresh store, one transaction each.
-pub fn raw_insert(template: &[Quad], activities: usize) -> Vec<Duration> {
+/// With `synced`, each insert is followed by a sync of the store's write-ahead log, as the
+/// node's commits are (`--sync-commits`): the floor of a durable Create.
+pub fn raw_insert(template: &[Quad], activities: usize, synced: bool) -> Vec<Duration> {
     let tokens = tokens(template);
     let dir = tempfile::tempdir().unwrap();
     let store = oxigraph::store::Store::open(dir.path()).unwrap();
+    let wal = synced.then(|| dataspace_node::store::wal::Wal::open(dir.path()).unwrap());
     let mut out = Vec::with_capacity(activities);
     for i in 0..activities {
         let quads = copy_of(template, &tokens, i);
@@ -228,6 +231,9 @@ pub fn raw_insert(template: &[Quad], activities: usize) -> Vec<Duration> {
             tx.insert(q);
         }
         tx.commit().unwrap();
+        if let Some(wal) = &wal {
+            wal.sync().unwrap();
+        }
         out.push(t.elapsed());
     }
     // Every copy wrote new quads, as every Create does (none left with the template's ids).

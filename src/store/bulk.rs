@@ -133,7 +133,12 @@ fn note_subjects((graph, subjects): (&NamedNode, &BTreeSet<NamedNode>)) -> [Quad
 }
 
 /// Steps 2 and 3; the caller's transaction removes the notes it is given back and commits.
-pub(super) fn write(db: &oxigraph::store::Store, deferred: Deferred) -> Result<Vec<Quad>> {
+/// `synced` makes the notes' commit durable before the ingest, which is durable at once.
+pub(super) fn write(
+    db: &oxigraph::store::Store,
+    deferred: Deferred,
+    synced: impl FnOnce(),
+) -> Result<Vec<Quad>> {
     let notes: Vec<Quad> = deferred
         .graphs
         .iter()
@@ -145,6 +150,7 @@ pub(super) fn write(db: &oxigraph::store::Store, deferred: Deferred) -> Result<V
         tx.insert(n);
     }
     tx.commit()?;
+    synced();
     let mut loader = db
         .bulk_loader()
         .with_num_threads(2)
@@ -313,7 +319,7 @@ mod tests {
             d.add_of_new_subject(of(11, 1, "urn:g:index"));
             d.add_of_new_subject(of(11, 2, "urn:g:index"));
             d.add_of_new_subject(of(12, 1, "urn:g:index"));
-            write(store.db(), d).unwrap();
+            write(store.db(), d, || ()).unwrap();
             assert!(store.db().contains(&quad("urn:g:lost", 2)).unwrap());
             // A graph that existed is never a note's subject: an older node's clean-up empties
             // the subject of every note.

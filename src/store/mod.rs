@@ -17,6 +17,7 @@ pub mod queries;
 pub mod records;
 pub mod rekey;
 pub mod snapshot;
+pub mod wal;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -49,6 +50,8 @@ pub struct Store {
     opened_token: Option<String>,
     /// Set by [`Store::seal`]: every later commit is refused.
     sealed: AtomicBool,
+    /// The write-ahead log synced after every commit ([`wal`]); `None`: not synced.
+    wal: Option<wal::Wal>,
 }
 
 /// Flush after this many commits (checked every two seconds, so under a steady stream a flush
@@ -62,26 +65,40 @@ const FLUSH_AFTER: Duration = Duration::from_secs(30);
 
 impl Store {
     pub fn open(path: &Path) -> Result<Self> {
-        Self::open_with(path, MAX_OPEN_FILES)
+        Self::open_with(path, MAX_OPEN_FILES, true)
     }
 
-    /// [`Store::open`] keeping at most `open_files` table files open.
-    pub fn open_with(path: &Path, open_files: u32) -> Result<Self> {
+    /// [`Store::open`] keeping at most `open_files` table files open, and syncing the
+    /// write-ahead log after every commit or not ([`wal`]).
+    pub fn open_with(path: &Path, open_files: u32, sync_commits: bool) -> Result<Self> {
         std::fs::create_dir_all(path)?;
         let db = open_db(path, open_files)?;
+        let wal = if sync_commits && cfg!(target_os = "linux") {
+            Some(wal::Wal::open(path)?)
+        } else {
+            None
+        };
         bulk::remove_leftover_files(path)?;
         bulk::clean_up(&db)?;
         let opened_token = snapshot::take_token(&db)?;
-        Ok(Self::over(db, opened_token, false))
+        // The clean-up's and the token's commits, as durable as any later one.
+        let store = Self::over(db, opened_token, false, wal);
+        store.sync_log();
+        Ok(store)
     }
 
     /// The store for reading only (measurements and checks beside a stopped node): the models
     /// snapshot's token stays, since nothing changes, and every commit is refused.
     pub fn open_read_only(path: &Path) -> Result<Self> {
-        Ok(Self::over(open_db(path, MAX_OPEN_FILES)?, None, true))
+        Ok(Self::over(open_db(path, MAX_OPEN_FILES)?, None, true, None))
     }
 
-    fn over(db: oxigraph::store::Store, opened_token: Option<String>, sealed: bool) -> Self {
+    fn over(
+        db: oxigraph::store::Store,
+        opened_token: Option<String>,
+        sealed: bool,
+        wal: Option<wal::Wal>,
+    ) -> Self {
         Self {
             db,
             writer: Mutex::new(()),
@@ -92,6 +109,7 @@ impl Store {
             journals: RwLock::new(Vec::new()),
             opened_token,
             sealed: AtomicBool::new(sealed),
+            wal,
         }
     }
 
@@ -129,6 +147,7 @@ impl Store {
         let mut tx = self.db.start_transaction()?;
         tx.insert(&snapshot::token_quad(&token));
         tx.commit()?;
+        self.sync_log();
         self.sealed.store(true, Ordering::SeqCst);
         Ok(token)
     }
@@ -155,6 +174,29 @@ impl Store {
     /// Makes later stamps follow `ms` (the newest time stored, at start-up).
     pub fn stamped_at_least(&self, ms: i64) {
         self.stamped.fetch_max(ms, Ordering::SeqCst);
+    }
+
+    /// Makes the last commit durable ([`wal`]). A failure stops the process: the commit is
+    /// applied and readable but may not survive a power loss, and after a failed `fdatasync`
+    /// Linux may report the next one a success with the data dropped — no later commit could
+    /// be called durable. A restart recovers from what is on disk and rebuilds the models
+    /// (as PostgreSQL does on a failed fsync).
+    fn sync_log(&self) {
+        if let Some(wal) = &self.wal {
+            if let Err(e) = wal.sync() {
+                tracing::error!(error = %e, "could not sync the store's write-ahead log: stopping");
+                eprintln!(
+                    "dataspace-node: could not sync the store's write-ahead log ({e}): stopping"
+                );
+                std::process::abort();
+            }
+        }
+    }
+
+    /// The write-ahead log the last commit was synced in (tests).
+    #[cfg(test)]
+    pub fn wal_in_use(&self) -> Option<std::path::PathBuf> {
+        self.wal.as_ref().and_then(wal::Wal::current)
     }
 
     /// The underlying store, for reads (queries, pattern lookups).
@@ -203,11 +245,13 @@ impl Store {
         }
         let deferred = deferred.into_inner();
         if !deferred.is_empty() {
-            for note in bulk::write(&self.db, deferred)? {
+            for note in bulk::write(&self.db, deferred, || self.sync_log())? {
                 tx.remove(&note);
             }
         }
         tx.commit()?;
+        // Before the models see it, so before anything is answered or sent because of it.
+        self.sync_log();
         self.unflushed.fetch_add(1, Ordering::Relaxed);
         if !events.is_empty() {
             let models = self.models.read().unwrap_or_else(|p| p.into_inner());
