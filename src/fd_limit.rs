@@ -8,7 +8,8 @@
 //! allows only as many connections as fit beside [`reserved`].
 
 /// Descriptors besides RocksDB's table files: its write-ahead log, MANIFEST, info log and
-/// compaction outputs; blobs being written or streamed to a client (a download holds one
+/// compaction outputs; the node's own on the log (its watch, directory and current log, for
+/// the syncs after each commit: `store::wal`); blobs being written or streamed to a client (a download holds one
 /// beside its connection); outgoing document fetches and partner connections; the listener,
 /// epoll and standard streams.
 const OTHER_FILES: u64 = 256;

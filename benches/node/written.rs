@@ -216,7 +216,9 @@ fn copy_of(quads: &[Quad], tokens: &[String], i: usize) -> Vec<Quad> {
 
 /// `activities` inserts of `template`'s copies into a fresh store, one transaction each.
 /// With `synced`, each insert is followed by a sync of the store's write-ahead log, as the
-/// node's commits are (`--sync-commits`): the floor of a durable Create.
+/// node's commits are (`--sync-commits`): the floor of a durable Create. The store is in the
+/// system's temporary directory: where that is a tmpfs, a sync costs nothing and this floor is
+/// the unsynced one (on the machine of docs/PERFORMANCE.md, `/tmp` is on its disk).
 pub fn raw_insert(template: &[Quad], activities: usize, synced: bool) -> Vec<Duration> {
     let tokens = tokens(template);
     let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,10 @@
 //! Commits that survive a power loss once they are answered.
 //!
 //! RocksDB, as Oxigraph opens it, appends every commit to its write-ahead log before the
-//! commit returns — so a killed process loses nothing — but never fsyncs that log: what the
-//! operating system had not written back when the power went was lost, commits the node had
-//! already acknowledged among them. Oxigraph exposes neither RocksDB's `sync` write option nor
+//! commit returns — so a killed process loses nothing — but does not sync the log a commit
+//! goes to (only a log it closed, at the flush after a switch): what the operating system had
+//! not written back when the power went was lost, commits the node had already acknowledged
+//! among them. Oxigraph exposes neither RocksDB's `sync` write option nor
 //! the log, so the node syncs the log file itself (`fdatasync` through a descriptor of its own,
 //! which writes back the file's pages whoever wrote them) after every commit, before the
 //! answer: 0.35–1.5 ms per Create's records on this project's test machine, +0.43 ms on a
@@ -21,7 +22,9 @@
 //! its memtables written to table files, which RocksDB syncs itself; so does the flush that
 //! follows a switch for the log it closed.
 //!
-//! Linux only (inotify): elsewhere the store does not open it and commits are not synced.
+//! Should the log not open (out of file descriptors), the whole file system is synced
+//! (`syncfs`) until it does: slower, never less durable. Linux only (inotify): elsewhere the
+//! store does not open it and commits are not synced.
 
 use std::fs::File;
 use std::io;
@@ -35,7 +38,25 @@ pub struct Wal {
     dir_file: File,
     #[cfg(target_os = "linux")]
     watch: watch::Watch,
-    current: Mutex<Option<(u64, File)>>,
+    state: Mutex<State>,
+    /// Syncs made: of a log file, of the directory, of the whole file system (tests).
+    #[cfg(test)]
+    pub(crate) counts: [std::sync::atomic::AtomicU64; 3],
+}
+
+#[derive(Default)]
+struct State {
+    /// The newest log reported, opened.
+    current: Option<(u64, File)>,
+    /// The newest log reported, when opening it failed (out of descriptors): tried again at
+    /// each sync, the whole file system synced meanwhile.
+    unopened: Option<u64>,
+}
+
+impl State {
+    fn newest(&self) -> Option<u64> {
+        self.unopened.or(self.current.as_ref().map(|(n, _)| *n))
+    }
 }
 
 impl Wal {
@@ -45,17 +66,32 @@ impl Wal {
             dir: dir.to_owned(),
             dir_file: File::open(dir)?,
             #[cfg(target_os = "linux")]
-            watch: watch::Watch::new(dir)?,
-            current: Mutex::new(None),
+            watch: watch::Watch::new(dir).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "watching the store's directory for its write-ahead logs (inotify): {e}; \
+                         raise fs.inotify.max_user_instances or max_user_watches, or run with \
+                         --sync-commits false"
+                    ),
+                )
+            })?,
+            state: Mutex::new(State::default()),
+            #[cfg(test)]
+            counts: Default::default(),
         };
         // After the watch: a log RocksDB starts meanwhile is both reported and possibly listed.
-        let newest = logs(dir)?.into_iter().max();
-        *wal.lock() = match newest {
-            Some(n) => wal.open_log(n)?,
-            None => None,
-        };
-        // RocksDB's open may have started the log, under a name not yet durable.
+        // RocksDB's open starts a log of a number above every earlier one (it recycles none of
+        // an earlier run's), so the newest is the one it writes.
+        if let Some(n) = logs(dir)?.into_iter().max() {
+            wal.take_on(&mut wal.lock(), n)?;
+        }
+        // RocksDB's open may have started the log, and a new data dir the directory itself,
+        // under names not yet durable.
         wal.dir_file.sync_all()?;
+        if let Some(parent) = dir.parent() {
+            File::open(parent)?.sync_all()?;
+        }
         Ok(wal)
     }
 
@@ -63,36 +99,104 @@ impl Wal {
     /// the commit is answered. An error leaves the commit's durability unknown: the caller
     /// must not go on as if it were durable (the store stops the process).
     pub fn sync(&self) -> io::Result<()> {
-        let mut current = self.lock();
+        let mut state = self.lock();
+        let started = match self.started() {
+            Ok(numbers) => numbers,
+            // The watch overflowed and the directory could not be listed (out of
+            // descriptors): the next look finds the logs; this commit is synced with all else.
+            Err(_) => return self.sync_everything(),
+        };
         let mut switched = false;
-        for number in self.started()? {
-            if current.as_ref().is_some_and(|(n, _)| number <= *n) {
+        for number in started {
+            if state.newest().is_some_and(|n| number <= n) {
                 continue;
             }
             // The log written until now may hold the end of this commit: synced before it
             // is let go.
-            if let Some((_, file)) = current.as_ref() {
-                file.sync_data()?;
+            if let Some((_, file)) = &state.current {
+                self.sync_file(file)?;
+            } else if state.unopened.is_some() {
+                self.sync_everything()?;
             }
-            *current = self.open_log(number)?;
+            self.take_on(&mut state, number)?;
             switched = true;
         }
-        if let Some((_, file)) = current.as_ref() {
-            file.sync_data()?;
+        if let Some(number) = state.unopened {
+            self.take_on(&mut state, number)?;
+        }
+        if state.unopened.is_some() {
+            return self.sync_everything();
+        }
+        if let Some((_, file)) = &state.current {
+            self.sync_file(file)?;
         }
         if switched {
             // A new log's name — a new file, or an old log renamed — is an entry of the
             // directory, which syncing the file does not write: without this, after a power
             // loss the log could be back under its old name and taken for an obsolete one.
+            self.count(1);
             self.dir_file.sync_all()?;
         }
         Ok(())
     }
 
+    /// Makes log `number` the one synced: opened, or noted as unopened when opening it failed
+    /// for want of a descriptor (any failure but its absence — a log RocksDB already dropped,
+    /// whose contents are in synced table files).
+    fn take_on(&self, state: &mut State, number: u64) -> io::Result<()> {
+        match File::open(log_path(&self.dir, number)) {
+            Ok(file) => {
+                state.current = Some((number, file));
+                state.unopened = None;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                state.current = None;
+                state.unopened = None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, log = number, "could not open the store's write-ahead log to sync it; syncing the file system instead");
+                state.current = None;
+                state.unopened = Some(number);
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_file(&self, file: &File) -> io::Result<()> {
+        self.count(0);
+        file.sync_data()
+    }
+
+    /// Every file and directory of the store's file system (`syncfs`): the log, whichever it
+    /// is, and its name among them. Costly, and only when the log could not be opened.
+    fn sync_everything(&self) -> io::Result<()> {
+        self.count(2);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a plain system call on a descriptor this value owns.
+            if unsafe { libc::syncfs(self.dir_file.as_raw_fd()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn count(&self, which: usize) {
+        self.counts[which].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(not(test))]
+    fn count(&self, _: usize) {}
+
     /// The log synced last (tests).
     #[cfg(test)]
     pub fn current(&self) -> Option<PathBuf> {
-        self.lock().as_ref().map(|(n, _)| log_path(&self.dir, *n))
+        self.lock()
+            .current
+            .as_ref()
+            .map(|(n, _)| log_path(&self.dir, *n))
     }
 
     /// Numbers of the logs started since the last call, in order.
@@ -119,19 +223,8 @@ impl Wal {
         Ok(Vec::new())
     }
 
-    /// A log opened for syncing; `None` when RocksDB already dropped it (its contents are in
-    /// synced table files, nothing to sync). Any other failure is an error: treated as "no
-    /// log", it would turn syncing off unseen.
-    fn open_log(&self, number: u64) -> io::Result<Option<(u64, File)>> {
-        match File::open(log_path(&self.dir, number)) {
-            Ok(file) => Ok(Some((number, file))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(u64, File)>> {
-        self.current.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -249,8 +342,10 @@ mod watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::store::{Committed, ReadModel, Store};
     use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, OnceLock, Weak};
 
     fn unique_quad(i: usize) -> (Quad, String) {
         let text = format!("a literal no other commit writes, number {i:04}");
@@ -268,28 +363,103 @@ mod tests {
         bytes.windows(text.len()).any(|w| w == text.as_bytes())
     }
 
+    fn count(wal: &Wal, which: usize) -> u64 {
+        wal.counts[which].load(Ordering::Relaxed)
+    }
+
+    /// A read model that, as each commit's event reaches it, checks that the commit (the text
+    /// its event names) is in the log synced, and that a log was synced for it.
+    #[derive(Default)]
+    struct AfterTheSync {
+        store: OnceLock<Weak<Store>>,
+        syncs_before: std::sync::atomic::AtomicU64,
+        seen: Mutex<Vec<(String, bool, bool)>>,
+    }
+
+    impl ReadModel for AfterTheSync {
+        fn apply(&self, event: &Committed) {
+            let Committed::ConsignmentCreated { aig: text, .. } = event else {
+                return;
+            };
+            let store = self.store.get().unwrap().upgrade().unwrap();
+            let wal = store.wal.as_ref().unwrap();
+            let in_synced = store.wal_in_use().is_some_and(|p| holds(&p, text));
+            let synced = count(wal, 0) > self.syncs_before.load(Ordering::Relaxed);
+            self.seen
+                .lock()
+                .unwrap()
+                .push((text.clone(), in_synced, synced));
+        }
+    }
+
+    #[cfg(target_os = "linux")]
     #[test]
-    fn the_log_synced_after_a_commit_is_the_one_that_holds_it_across_switches() {
+    fn each_commit_is_in_the_log_synced_before_the_models_see_it_across_switches() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let mut seen = std::collections::BTreeSet::new();
-        // Each flush switches the log; after ten, RocksDB recycles old ones under new names.
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let model = Arc::new(AfterTheSync::default());
+        model.store.set(Arc::downgrade(&store)).unwrap();
+        store.register(&model);
+        let wal = store.wal.as_ref().unwrap();
+        let mut logs = std::collections::BTreeSet::new();
+        // Each flush switches the log; RocksDB starts the new one as an old one renamed once
+        // it has some (from the first switch on).
         for i in 0..24 {
             let (quad, text) = unique_quad(i);
+            model.syncs_before.store(count(wal, 0), Ordering::Relaxed);
             store
-                .write(|tx| {
+                .commit(|tx, events| {
                     tx.insert(&quad);
+                    events.push(Committed::ConsignmentCreated {
+                        publisher: "urn:test:org".into(),
+                        created_ms: 0,
+                        aig: text.clone(),
+                    });
                     Ok(())
                 })
                 .unwrap();
             let synced = store.wal_in_use().expect("a log is synced");
             assert!(holds(&synced, &text), "commit {i} is not in {synced:?}");
-            seen.insert(synced);
+            logs.insert(synced);
             if i % 2 == 1 {
                 store.flush().unwrap();
             }
         }
-        assert!(seen.len() > 10, "the log never switched: {seen:?}");
+        assert!(logs.len() > 10, "the log never switched: {logs:?}");
+        let seen = model.seen.lock().unwrap();
+        assert_eq!(seen.len(), 24);
+        for (text, in_synced, synced) in seen.iter() {
+            assert!(
+                *in_synced && *synced,
+                "{text}: in the log synced {in_synced}, a sync {synced}"
+            );
+        }
+        // Every new log's name made durable too: one directory sync per switch.
+        assert!(count(wal, 1) >= 11, "{} directory syncs", count(wal, 1));
+        // The store's last commit, sealing it, is synced like any other.
+        let before = count(wal, 0);
+        store.seal().unwrap();
+        assert!(count(wal, 0) > before);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_switch_between_a_commit_and_its_sync_syncs_the_log_it_left_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = oxigraph::store::Store::open(dir.path()).unwrap();
+        let wal = Wal::open(dir.path()).unwrap();
+        let (quad, text) = unique_quad(1);
+        db.insert(&quad).unwrap();
+        let first = wal.current().unwrap();
+        assert!(holds(&first, &text));
+        // The node's flusher runs beside the writer: the log switches before the sync.
+        db.flush().unwrap();
+        let (files, dirs) = (count(&wal, 0), count(&wal, 1));
+        wal.sync().unwrap();
+        assert_ne!(wal.current().unwrap(), first, "the switch was not followed");
+        assert_eq!(count(&wal, 0) - files, 2, "the log left and the new one");
+        assert_eq!(count(&wal, 1) - dirs, 1, "the directory, for the new name");
+        assert_eq!(count(&wal, 2), 0, "no file system sync");
     }
 
     #[test]
