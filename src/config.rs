@@ -49,7 +49,8 @@ pub struct Config {
 
     /// Sync the store's write-ahead log after every commit, before answering (`false`: a
     /// killed process still loses nothing acknowledged, a power loss may lose the last
-    /// moments' commits; saves one fdatasync per write). Linux only.
+    /// moments' commits; saves one fdatasync per write, and one of the store's directory per
+    /// new log). Linux only.
     #[arg(long, env = "DATASPACE_NODE_SYNC_COMMITS", default_value_t = true,
           action = clap::ArgAction::Set)]
     pub sync_commits: bool,

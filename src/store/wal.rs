@@ -22,8 +22,10 @@
 //! its memtables written to table files, which RocksDB syncs itself; so does the flush that
 //! follows a switch for the log it closed.
 //!
-//! Should the log not open (out of file descriptors), the whole file system is synced
-//! (`syncfs`) until it does: slower, never less durable. Linux only (inotify): elsewhere the
+//! Should the watch lose reports (its queue overflowed) or inotify refuse one (its per-user
+//! limits), the directory is listed at each sync instead — until a listing succeeds, or for
+//! good without a watch; should the log or the listing not open (out of file descriptors),
+//! the whole file system is synced (`syncfs`) until they do: slower, never less durable. Linux only (inotify): elsewhere the
 //! store does not open it and commits are not synced.
 
 use std::fs::File;
@@ -36,8 +38,10 @@ pub struct Wal {
     dir: PathBuf,
     /// The directory itself, synced when a new log appears in it.
     dir_file: File,
+    /// `None` when inotify refused a watch (its per-user limits): the directory is then
+    /// listed at every sync instead.
     #[cfg(target_os = "linux")]
-    watch: watch::Watch,
+    watch: Option<watch::Watch>,
     state: Mutex<State>,
     /// Syncs made: of a log file, of the directory, of the whole file system (tests).
     #[cfg(test)]
@@ -51,6 +55,9 @@ struct State {
     /// The newest log reported, when opening it failed (out of descriptors): tried again at
     /// each sync, the whole file system synced meanwhile.
     unopened: Option<u64>,
+    /// The watch lost reports (its queue overflowed, or a read failed midway): the directory
+    /// is listed at each sync until a listing succeeds, the whole file system synced meanwhile.
+    rescan: bool,
 }
 
 impl State {
@@ -66,16 +73,11 @@ impl Wal {
             dir: dir.to_owned(),
             dir_file: File::open(dir)?,
             #[cfg(target_os = "linux")]
-            watch: watch::Watch::new(dir).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "watching the store's directory for its write-ahead logs (inotify): {e}; \
-                         raise fs.inotify.max_user_instances or max_user_watches, or run with \
-                         --sync-commits false"
-                    ),
-                )
-            })?,
+            watch: watch::Watch::new(dir)
+                .inspect_err(|e| {
+                    tracing::warn!(error = %e, "no inotify watch of the store's directory (raise fs.inotify.max_user_instances or max_user_watches): its write-ahead logs are looked for at every commit instead");
+                })
+                .ok(),
             state: Mutex::new(State::default()),
             #[cfg(test)]
             counts: Default::default(),
@@ -100,12 +102,27 @@ impl Wal {
     /// must not go on as if it were durable (the store stops the process).
     pub fn sync(&self) -> io::Result<()> {
         let mut state = self.lock();
-        let started = match self.started() {
-            Ok(numbers) => numbers,
-            // The watch overflowed and the directory could not be listed (out of
-            // descriptors): the next look finds the logs; this commit is synced with all else.
-            Err(_) => return self.sync_everything(),
+        let mut started = match self.reported() {
+            Some(numbers) => numbers,
+            None => {
+                state.rescan = true;
+                Vec::new()
+            }
         };
+        if state.rescan {
+            match logs(&self.dir) {
+                Ok(all) => {
+                    started.extend(all);
+                    started.sort_unstable();
+                    started.dedup();
+                    state.rescan = self.reported_always_listed();
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not list the store's directory for its write-ahead log; syncing the file system instead");
+                    return self.sync_everything();
+                }
+            }
+        }
         let mut switched = false;
         for number in started {
             if state.newest().is_some_and(|n| number <= n) {
@@ -199,28 +216,34 @@ impl Wal {
             .map(|(n, _)| log_path(&self.dir, *n))
     }
 
-    /// Numbers of the logs started since the last call, in order.
+    /// Numbers of the logs the watch reported started since the last call, in order; `None`
+    /// when it lost some (or there is no watch): the directory must be listed.
     #[cfg(target_os = "linux")]
-    fn started(&self) -> io::Result<Vec<u64>> {
-        match self.watch.created()? {
-            Some(mut names) => {
-                let mut numbers: Vec<u64> =
-                    names.drain(..).filter_map(|n| log_number(&n)).collect();
-                numbers.sort_unstable();
-                Ok(numbers)
+    fn reported(&self) -> Option<Vec<u64>> {
+        let names = match self.watch.as_ref()?.created() {
+            Ok(Some(names)) => names,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the watch of the store's directory; listing it instead");
+                return None;
             }
-            // The watch's queue overflowed: every log there is, oldest first.
-            None => {
-                let mut numbers = logs(&self.dir)?;
-                numbers.sort_unstable();
-                Ok(numbers)
-            }
-        }
+        };
+        let mut numbers: Vec<u64> = names.iter().filter_map(|n| log_number(n)).collect();
+        numbers.sort_unstable();
+        Some(numbers)
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn started(&self) -> io::Result<Vec<u64>> {
-        Ok(Vec::new())
+    fn reported(&self) -> Option<Vec<u64>> {
+        Some(Vec::new())
+    }
+
+    /// Whether the directory is listed at every sync (no watch).
+    fn reported_always_listed(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.watch.is_none();
+        #[cfg(not(target_os = "linux"))]
+        return false;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -459,6 +482,25 @@ mod tests {
         assert_ne!(wal.current().unwrap(), first, "the switch was not followed");
         assert_eq!(count(&wal, 0) - files, 2, "the log left and the new one");
         assert_eq!(count(&wal, 1) - dirs, 1, "the directory, for the new name");
+        assert_eq!(count(&wal, 2), 0, "no file system sync");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn without_its_watch_the_logs_are_found_by_listing_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = oxigraph::store::Store::open(dir.path()).unwrap();
+        let mut wal = Wal::open(dir.path()).unwrap();
+        // As when inotify refused a watch, or (for one sync) its queue overflowed.
+        wal.watch = None;
+        for i in 0..6 {
+            let (quad, text) = unique_quad(i);
+            db.insert(&quad).unwrap();
+            wal.sync().unwrap();
+            let synced = wal.current().unwrap();
+            assert!(holds(&synced, &text), "commit {i} is not in {synced:?}");
+            db.flush().unwrap();
+        }
         assert_eq!(count(&wal, 2), 0, "no file system sync");
     }
 
