@@ -86,7 +86,7 @@ impl Wal {
         // RocksDB's open starts a log of a number above every earlier one (it recycles none of
         // an earlier run's), so the newest is the one it writes.
         if let Some(n) = logs(dir)?.into_iter().max() {
-            wal.take_on(&mut wal.lock(), n)?;
+            wal.take_on(&mut wal.lock(), n);
         }
         // RocksDB's open may have started the log, and a new data dir the directory itself,
         // under names not yet durable.
@@ -135,11 +135,11 @@ impl Wal {
             } else if state.unopened.is_some() {
                 self.sync_everything()?;
             }
-            self.take_on(&mut state, number)?;
+            self.take_on(&mut state, number);
             switched = true;
         }
         if let Some(number) = state.unopened {
-            self.take_on(&mut state, number)?;
+            self.take_on(&mut state, number);
         }
         if state.unopened.is_some() {
             return self.sync_everything();
@@ -160,7 +160,7 @@ impl Wal {
     /// Makes log `number` the one synced: opened, or noted as unopened when opening it failed
     /// for want of a descriptor (any failure but its absence — a log RocksDB already dropped,
     /// whose contents are in synced table files).
-    fn take_on(&self, state: &mut State, number: u64) -> io::Result<()> {
+    fn take_on(&self, state: &mut State, number: u64) {
         match File::open(log_path(&self.dir, number)) {
             Ok(file) => {
                 state.current = Some((number, file));
@@ -176,7 +176,6 @@ impl Wal {
                 state.unopened = Some(number);
             }
         }
-        Ok(())
     }
 
     fn sync_file(&self, file: &File) -> io::Result<()> {
