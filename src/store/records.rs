@@ -9,6 +9,23 @@ use super::graphs;
 use crate::error::Result;
 use crate::vocab::dsn;
 
+/// The quads `subject dsn:<predicate> ?o` in `graph`.
+fn facts<'a>(
+    tx: &'a Transaction<'_>,
+    subject: &NamedNode,
+    predicate: &str,
+    graph: NamedNodeRef<'_>,
+) -> impl Iterator<Item = Result<Quad>> + 'a {
+    let p = dsn(predicate);
+    tx.quads_for_pattern(
+        Some(subject.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(graph.into()),
+    )
+    .map(|q| q.map_err(Into::into))
+}
+
 /// The named-node objects of `record <predicate> ?o` in `graph`.
 pub fn objects(
     tx: &Transaction<'_>,
@@ -16,16 +33,7 @@ pub fn objects(
     predicate: &str,
     graph: NamedNodeRef<'_>,
 ) -> Result<Vec<String>> {
-    let p = dsn(predicate);
-    let quads = tx
-        .quads_for_pattern(
-            Some(record.as_ref().into()),
-            Some(p.as_ref()),
-            None,
-            Some(graph.into()),
-        )
-        .map(|q| q.map_err(Into::into));
-    named_objects(quads)
+    named_objects(facts(tx, record, predicate, graph))
 }
 
 /// The first literal value of `subject dsn:<predicate> ?o` in `graph` (a date, a count).
@@ -35,13 +43,7 @@ pub fn literal(
     predicate: &str,
     graph: NamedNodeRef<'_>,
 ) -> Result<Option<String>> {
-    let p = dsn(predicate);
-    for q in tx.quads_for_pattern(
-        Some(subject.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(graph.into()),
-    ) {
+    for q in facts(tx, subject, predicate, graph) {
         if let Term::Literal(l) = q?.object {
             return Ok(Some(l.value().to_owned()));
         }
