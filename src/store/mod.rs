@@ -11,6 +11,7 @@ pub mod bulk;
 pub mod events;
 pub mod graphs;
 pub mod index;
+pub mod info_logs;
 pub mod memory;
 pub mod parts;
 pub mod queries;
@@ -79,6 +80,7 @@ impl Store {
             None
         };
         bulk::remove_leftover_files(path)?;
+        info_logs::prune(path, info_logs::KEPT)?;
         bulk::clean_up(&db)?;
         let opened_token = snapshot::take_token(&db)?;
         // The clean-up's and the token's commits, as durable as any later one.
