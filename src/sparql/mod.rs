@@ -391,11 +391,22 @@ fn markers(r: &Readable) -> isolate::Markers {
     }
 }
 
-fn refused(_: isolate::Refused) -> Error {
-    Error::invalid_field(
-        "query",
-        "SERVICE is not available: the node makes no outgoing request for a query",
-    )
+fn refused(refused: isolate::Refused) -> Error {
+    match refused {
+        isolate::Refused::Service => Error::invalid_field(
+            "query",
+            "SERVICE is not available: the node makes no outgoing request for a query",
+        ),
+        isolate::Refused::Function(iri) => Error::invalid_field(
+            "query",
+            format!(
+                "the function <{}> is not available: only SPARQL's own functions and the XSD \
+                 casts are",
+                // An IRI is as long as the query allows; the message shows its start.
+                iri.chars().take(200).collect::<String>()
+            ),
+        ),
+    }
 }
 
 /// The answer to a query with more than `cap` results.

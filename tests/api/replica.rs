@@ -467,3 +467,45 @@ async fn the_row_cap_and_the_time_limit_hold_on_the_replica() {
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[tokio::test]
+async fn the_replicas_own_functions_are_refused_before_it_sees_the_query() {
+    let v = Virtuoso::start().await;
+    let node = TestNode::start_with(|c| {
+        v.configure(c);
+        c.replica.replica_max_lag_ms = 0;
+    })
+    .await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let outsider = Session::new(&node, "analyst@elsewhere.example").await;
+    assert_eq!(publish_range(&node, &trader, 1, 2).await, 1);
+    caught_up(&node, &outsider).await;
+    // Virtuoso's SQL functions read every graph, past the graph checks of the rewrite: sent
+    // as it is, this query hands the outsider the trader's identifier.
+    let inner = "select ?o where { graph ?g { ?s <https://vocabulary.uncefact.org/identifier> ?o \
+                 FILTER(STRSTARTS(STR(?o), 'FWD')) } }";
+    let leak = format!(
+        "SELECT (STR(<bif:aref>(<bif:aref>(<sql:SPARQL_EVAL_TO_ARRAY>(\"{inner}\", \"\", 10), 0), 0)) AS ?x) {{}}"
+    );
+    assert_eq!(values(&v, &leak).await, ["FWD-2026-000001"]);
+    let url = "(<bif:http_get>(\"http://127.0.0.1:9/\") AS ?x)";
+    for (q, iri) in [
+        (leak.clone(), "bif:aref"),
+        (format!("SELECT {url} {{}}"), "bif:http_get"),
+        (
+            "SELECT (<bif:exec>(\"select 1\") AS ?x) WHERE { ?s ?p ?o }".to_owned(),
+            "bif:exec",
+        ),
+    ] {
+        let r = query(&node, &outsider, &q, &[]).await;
+        let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+        assert!(body.to_string().contains(iri), "{q}: {body}");
+    }
+    // A cast stays available, answered by the replica.
+    let cast = "SELECT (<http://www.w3.org/2001/XMLSchema#integer>(\"7\") AS ?x) {}";
+    let r = query(&node, &outsider, cast, &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["sparql-source"], "replica");
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["results"]["bindings"][0]["x"]["value"], "7");
+}

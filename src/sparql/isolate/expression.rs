@@ -1,8 +1,8 @@
 //! Expressions, rewritten for the patterns their `EXISTS` hold.
 
-use spargebra::algebra::Expression;
+use spargebra::algebra::{Expression, Function};
 
-use super::{Refused, Rewriter};
+use super::{callable, Refused, Rewriter};
 
 impl Rewriter<'_> {
     #[allow(clippy::boxed_local)]
@@ -74,7 +74,12 @@ impl Rewriter<'_> {
                 self.boxed_expr(c, in_graph)?,
             ),
             E::Coalesce(list) => E::Coalesce(self.expressions(list, in_graph)?),
-            E::FunctionCall(f, args) => E::FunctionCall(f, self.expressions(args, in_graph)?),
+            E::FunctionCall(f, args) => {
+                if let Function::Custom(iri) = &f {
+                    callable(iri)?;
+                }
+                E::FunctionCall(f, self.expressions(args, in_graph)?)
+            }
         })
     }
 }

@@ -21,7 +21,8 @@
 //!   its own, is joined with the markers on `?v`);
 //! - `GRAPH <iri> { … }` stays when `<iri>` is readable, else matches nothing;
 //! - the same inside `EXISTS`, sub-queries, `OPTIONAL`, `MINUS`, `UNION`, …;
-//! - `SERVICE` is refused (the node makes no outgoing request for a query);
+//! - `SERVICE` is refused (the node makes no outgoing request for a query), and so is a call
+//!   of a function or aggregate by IRI other than an XSD cast (an engine's extensions);
 //! - `DESCRIBE` becomes a `CONSTRUCT` of the described resources' triples (the evaluator's own
 //!   DESCRIBE would read the whole store).
 //!
@@ -56,6 +57,45 @@ pub const IN_NAMED: &str = "urn:dataspace-node:fn:inNamedGraphs";
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
     Service,
+    /// A function or aggregate outside SPARQL's own and the XSD casts, by its IRI.
+    Function(String),
+}
+
+/// The casts (`xsd:integer(?x)`, ...) SPARQL 1.1 names and both engines evaluate: the only
+/// calls by IRI a caller may make. Any other IRI is the engine's own extension — Virtuoso's
+/// `bif:` and `sql:` functions read any graph, run SQL and fetch URLs, past every graph check
+/// of the rewrite — or the node's (its graph checks, answered for the caller anyway).
+const CASTS: [&str; 17] = [
+    "string",
+    "boolean",
+    "decimal",
+    "integer",
+    "float",
+    "double",
+    "dateTime",
+    "date",
+    "time",
+    "duration",
+    "dayTimeDuration",
+    "yearMonthDuration",
+    "gYear",
+    "gYearMonth",
+    "gMonth",
+    "gMonthDay",
+    "gDay",
+];
+
+/// `Ok` for a cast [`CASTS`] names, else the refusal naming the IRI.
+fn callable(iri: &NamedNode) -> Result<(), Refused> {
+    let cast = iri
+        .as_str()
+        .strip_prefix("http://www.w3.org/2001/XMLSchema#")
+        .is_some_and(|local| CASTS.contains(&local));
+    if cast {
+        Ok(())
+    } else {
+        Err(Refused::Function(iri.as_str().to_owned()))
+    }
 }
 
 /// Graph names a query's dataset clause (`FROM`, `FROM NAMED`) asks for.

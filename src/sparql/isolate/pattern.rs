@@ -1,7 +1,7 @@
 //! The graph patterns: default-graph patterns confined to graphs of their own, named graphs
 //! checked, and every other variant rewritten through its children.
 
-use spargebra::algebra::{AggregateExpression, GraphPattern, OrderExpression};
+use spargebra::algebra::{AggregateExpression, AggregateFunction, GraphPattern, OrderExpression};
 use spargebra::term::{NamedNodePattern, TriplePattern, Variable};
 
 use super::estimate::{binds, estimated_size, min_size};
@@ -259,6 +259,10 @@ impl Rewriter<'_> {
                         AggregateExpression::CountSolutions { distinct } => {
                             AggregateExpression::CountSolutions { distinct }
                         }
+                        AggregateExpression::FunctionCall {
+                            name: AggregateFunction::Custom(iri),
+                            ..
+                        } => return Err(Refused::Function(iri.as_str().to_owned())),
                         AggregateExpression::FunctionCall {
                             name,
                             expr,

@@ -206,7 +206,7 @@ fn selective_and_correlated_groups_keep_the_per_solution_check() {
 }
 
 #[test]
-fn service_is_refused_and_fresh_variables_do_not_collide() {
+fn service_and_extension_functions_are_refused_and_fresh_variables_do_not_collide() {
     let query = SparqlParser::new()
         .parse_query("SELECT * WHERE { SERVICE <http://example.org/sparql> { ?s ?p ?o } }")
         .unwrap();
@@ -214,6 +214,37 @@ fn service_is_refused_and_fresh_variables_do_not_collide() {
         rewrite(query, &|_| true, &Sources::default()).unwrap_err(),
         Refused::Service
     );
+    for (query, iri) in [
+        ("SELECT (<bif:aref>(1, 0) AS ?x) {}", "bif:aref"),
+        (
+            "SELECT * { ?s ?p ?o FILTER(<sql:SPARQL_EVAL>(\"x\")) }",
+            "sql:SPARQL_EVAL",
+        ),
+        (
+            "SELECT (<urn:dataspace-node:fn:inDefaultGraph>(<urn:g>) AS ?x) {}",
+            IN_DEFAULT,
+        ),
+        (
+            "SELECT (<http://example.org/agg>(?o) AS ?x) { ?s ?p ?o }",
+            "http://example.org/agg",
+        ),
+        (
+            "SELECT * { ?s ?p ?o FILTER EXISTS { ?s ?p ?x FILTER(<bif:exec>(\"select 1\")) } }",
+            "bif:exec",
+        ),
+    ] {
+        let query = SparqlParser::new().parse_query(query).unwrap();
+        assert_eq!(
+            rewrite(query, &|_| true, &Sources::default()).unwrap_err(),
+            Refused::Function(iri.to_owned())
+        );
+    }
+    // The casts stay callable.
+    let q = rewritten(
+        "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> \
+         SELECT (xsd:integer(?o) AS ?n) (xsd:dateTime(?o) AS ?d) { ?s ?p ?o }",
+    );
+    assert!(q.contains("XMLSchema#integer"), "{q}");
     let q = rewritten("SELECT ?dsn_g1 WHERE { ?dsn_g1 ?p ?o }");
     assert!(q.contains("?dsn_g_1"), "{q}");
 }
