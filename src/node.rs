@@ -80,25 +80,8 @@ impl Node {
         let cursor_key = sha2::Sha256::digest(format!("cursors\n{session_secret}").as_bytes());
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
         let federation = federation_of(&config, &identity, &documents)?;
-        if config.rebuild_markers {
-            crate::sharing::readable::invalidate(&store)?;
-            // Markers rewritten wholesale are not in the replication log: a full sync follows.
-            crate::replica::log::forget(&store)?;
-        }
         let countries = Arc::new(crate::intake::load_countries()?);
-        if crate::intake::upgrade::pending(&store)? {
-            // Written outside the writes' journal: the replica syncs in full (forgotten first,
-            // so a crash during the upgrade still leads to the full sync).
-            crate::replica::log::forget(&store)?;
-            crate::intake::upgrade::run(&store, &queries, &countries)?;
-        }
-        // After the revisions' upgrade: it reads the log entries this one follows.
-        if crate::intake::payload_once::pending(&store)? {
-            crate::replica::log::forget(&store)?;
-            crate::intake::payload_once::run(&store)?;
-        }
-        // Before any write it must log (the markers' rebuild in `Sharing::open` included).
-        let replica = Replica::open(&store, &config.replica)?;
+        let replica = upgrades_of(&config, &store, &queries, &countries)?;
         let upgraded_ms = started.elapsed().as_millis();
         let sharing = Arc::new(Sharing::open(
             store.clone(),
@@ -197,6 +180,34 @@ impl Node {
         snapshot.save(&self.config.data_dir)?;
         Ok(())
     }
+}
+
+/// The data dir brought up to date before any model reads it: the markers rebuilt when asked,
+/// the layouts of earlier versions upgraded, then the replica opened (it logs every later
+/// write, the markers' rebuild in `Sharing::open` included).
+fn upgrades_of(
+    config: &Config,
+    store: &Arc<Store>,
+    queries: &Queries,
+    countries: &std::collections::HashSet<String>,
+) -> Result<Option<Arc<Replica>>> {
+    if config.rebuild_markers {
+        crate::sharing::readable::invalidate(store)?;
+        // Markers rewritten wholesale are not in the replication log: a full sync follows.
+        crate::replica::log::forget(store)?;
+    }
+    if crate::intake::upgrade::pending(store)? {
+        // Written outside the writes' journal: the replica syncs in full (forgotten first,
+        // so a crash during the upgrade still leads to the full sync).
+        crate::replica::log::forget(store)?;
+        crate::intake::upgrade::run(store, queries, countries)?;
+    }
+    // After the revisions' upgrade: it reads the log entries this one follows.
+    if crate::intake::payload_once::pending(store)? {
+        crate::replica::log::forget(store)?;
+        crate::intake::payload_once::run(store)?;
+    }
+    Replica::open(store, &config.replica)
 }
 
 /// The own lists' order: from the snapshot when there is one, else from every record of this
