@@ -16,7 +16,7 @@ use crate::consignment::Scope;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::replica::{Failure, Outcome, Replica};
-use crate::sparql::{Answer, Form, Protocol, Sparql};
+use crate::sparql::{depth, Answer, Form, Protocol, Sparql};
 
 /// SELECT / ASK results; the first is the default.
 const RESULTS: &[(&str, Form)] = &[
@@ -119,11 +119,13 @@ async fn answer(
         return Err(read_only());
     }
     let scope = Scope::parse(single(params, "scope")?.as_deref())?;
-    let protocol = Protocol {
+    let mut protocol = Protocol {
         default_graphs: all(params, "default-graph-uri"),
         named_graphs: all(params, "named-graph-uri"),
     };
-    let parsed = Sparql::parse(&query)?;
+    // Parsing and everything after it recurse with the query's nesting: on a thread with
+    // the stack for it (`sparql::depth`).
+    let mut parsed = depth::run(move || Sparql::parse(&query)).await??;
     let offers = match parsed.form {
         Form::Results => RESULTS,
         Form::Graph => GRAPHS,
@@ -134,8 +136,16 @@ async fn answer(
     let lag = node.sparql.replica().map(|r| r.lag_ms());
     let from_replica = match node.sparql.replica().filter(|r| r.usable()) {
         Some(replica) => {
-            let text = node.sparql.portable(&caller, scope, &parsed, &protocol)?;
-            on_replica(&node, replica, &text, parsed.form, media_type).await?
+            let (text, back) = {
+                let (node, caller) = (node.clone(), caller.clone());
+                depth::run(move || {
+                    let text = node.sparql.portable(&caller, scope, &parsed, &protocol);
+                    (text, (parsed, protocol))
+                })
+                .await?
+            };
+            (parsed, protocol) = back;
+            on_replica(&node, replica, &text?, parsed.form, media_type).await?
         }
         None => None,
     };
@@ -192,7 +202,8 @@ async fn on_store(
     let stop = cancel.clone();
     // Evaluation and serialisation are store reads and CPU work.
     let worker = node.clone();
-    let work = tokio::task::spawn_blocking(move || {
+    let runtime = tokio::runtime::Handle::current();
+    let work = depth::run(move || {
         let _permit = permit;
         let started = std::time::Instant::now();
         let answer = worker
@@ -204,7 +215,7 @@ async fn on_store(
         // hold little, and trimming walks every arena: not after those — and not on the
         // answer's path (a trim takes tens of milliseconds).
         if started.elapsed() >= std::time::Duration::from_millis(200) {
-            tokio::task::spawn_blocking(crate::store::memory::release_free);
+            runtime.spawn_blocking(crate::store::memory::release_free);
         }
         answer
     });

@@ -10,6 +10,7 @@
 //! - Query only: an update is refused (403), `SERVICE` too (400).
 //! - A time limit that cancels the evaluation, and a cap on result rows.
 
+pub mod depth;
 pub mod guard;
 pub mod isolate;
 mod portable;
@@ -243,9 +244,13 @@ impl Sparql {
     }
 
     /// Parses a query; an update is 403, a syntax error 400 naming the problem.
+    /// Parses `text`, refusing what would nest too deeply to evaluate ([`depth`]). On a
+    /// thread of [`depth::run`]: a refused query is dropped here, and dropping it recurses.
     pub fn parse(text: &str) -> Result<Parsed> {
+        depth::check_text(text)?;
         match SparqlParser::new().parse_query(text) {
             Ok(query) => {
+                depth::check_depth(&query)?;
                 let form = match &query {
                     spargebra::Query::Select { .. } | spargebra::Query::Ask { .. } => Form::Results,
                     _ => Form::Graph,

@@ -210,3 +210,83 @@ async fn an_expensive_query_runs_out_its_time_while_others_are_served() {
         "{body}"
     );
 }
+
+/// `POST` of `q` to the SPARQL endpoint as `who`.
+async fn post_query(node: &TestNode, who: &Session, q: String) -> reqwest::Response {
+    node.client
+        .post(node.url(SPARQL))
+        .header("content-type", "application/sparql-query")
+        .header("x-api-key", &who.account.api_key)
+        .bearer_auth(&who.token)
+        .body(q)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn queries_nested_deeper_than_a_stack_holds_are_refused_and_the_node_stays_up() {
+    let node = TestNode::start().await;
+    let analyst = Session::new(&node, "analyst@customs.example").await;
+    let nested = |n: usize| format!("SELECT * {{ FILTER({}1{}) }}", "(".repeat(n), ")".repeat(n));
+    let union = |n: usize| format!("SELECT * {{ {} }}", vec!["{ ?s ?p ?o }"; n].join(" UNION "));
+    let optional = |n: usize| {
+        format!(
+            "SELECT * {{ ?s ?p ?o {} }}",
+            "OPTIONAL { ?s ?p ?o } ".repeat(n)
+        )
+    };
+    let path = |n: usize| format!("SELECT * {{ ?s {} ?o }}", vec!["<urn:p>"; n].join("/"));
+    let sum = |n: usize| format!("SELECT (1{} AS ?x) {{}}", "+1".repeat(n));
+    let group = |n: usize| {
+        let patterns: String = (0..n)
+            .map(|i| format!("<urn:s> <urn:p{i}> ?o{i} . "))
+            .collect();
+        format!("SELECT * {{ {patterns} }}")
+    };
+    let binds = |n: usize| {
+        let binds: String = (0..n).map(|i| format!("BIND({i} AS ?v{i}) ")).collect();
+        format!("SELECT * {{ {binds} }}")
+    };
+    // Each of these aborted the whole process before (a thread out of stack).
+    for (q, what) in [
+        (nested(1000), "nests brackets"),
+        (
+            format!("SELECT * {}?s ?p ?o{}", "{".repeat(1000), "}".repeat(1000)),
+            "nests brackets",
+        ),
+        (union(3000), "triple patterns"),
+        (optional(3000), "triple patterns"),
+        (path(3000), "path steps"),
+        (group(2500), "triple patterns"),
+        // The planner's time grows with the cube of these (`sparql::depth`).
+        (union(65), "triple patterns"),
+        (optional(43), "triple patterns"),
+        (path(1000), "triple patterns"),
+        (group(129), "triple patterns"),
+        (sum(100_000), "levels"),
+        (sum(500_000), "levels"),
+        (
+            format!("SELECT * {{ {} }}", "?s ?p ?o ".repeat(200_000)),
+            "bytes",
+        ),
+    ] {
+        let r = post_query(&node, &analyst, q.clone()).await;
+        let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+        assert!(body.to_string().contains(what), "{}: {body}", &q[..60]);
+    }
+    // Within the limits, as deep as they allow, answered.
+    for q in [
+        nested(100),
+        union(64),
+        optional(42),
+        path(128),
+        group(128),
+        binds(1000),
+        sum(1500),
+    ] {
+        let r = post_query(&node, &analyst, q.clone()).await;
+        assert_eq!(r.status(), StatusCode::OK, "{}", &q[..60]);
+    }
+    health_answers(&node).await;
+}
