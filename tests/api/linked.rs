@@ -400,3 +400,37 @@ async fn after_updates_the_stored_description_is_what_a_create_of_it_stores() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_description_that_chains_thousands_of_nodes_reads_back_whole() {
+    // 3,000 nodes, each naming the next once, reachable from the consignment: the JSON-LD
+    // read embedded each in the one before, and the node ran out of stack and stopped.
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut create = as_org(example("create-consignment"), trader.org());
+    create["object"]["acceptanceEvent"] = json!("http://x.example/0");
+    let chain: Vec<Value> = (0..3000)
+        .map(|i| {
+            json!({"@id": format!("http://x.example/{i}"),
+                   "https://vocabulary.uncefact.org/acceptanceEvent":
+                       {"@id": format!("http://x.example/{}", i + 1)}})
+        })
+        .collect();
+    create["zzz"] = json!(chain);
+    assert_completed(&trader.publish(&node, &create).await);
+    let view = json_body(get_as(&node, &trader, &view_path(GLOBAL_ID, "own"), None).await).await;
+    let hex = view["id"].as_str().unwrap().trim_start_matches("aig:");
+    let expected = stored(&node, &trader, hex, "own").await;
+    assert!(expected.len() > 3000, "{}", expected.len());
+    let r = get_as(
+        &node,
+        &trader,
+        &view_path(GLOBAL_ID, "own"),
+        Some("application/ld+json"),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let doc = json_body(r).await;
+    assert_eq!(expand(&doc), expected);
+    assert!(doc["@included"].as_array().unwrap().len() > 10);
+}

@@ -111,6 +111,7 @@ impl Compactor {
             apart: &apart,
             visited: HashSet::new(),
             labels: HashMap::new(),
+            depth: 0,
         };
         let mut top = Map::new();
         top.insert("@context".into(), Value::String(self.url.clone()));
@@ -129,7 +130,8 @@ impl Compactor {
         for node in rest {
             included.push(Value::Object(out.node(node, false)?));
         }
-        // Whatever is left is a cycle of nodes each referenced once: one of them starts it.
+        // Whatever is left is a cycle of nodes each referenced once (one of them starts it), or
+        // the rest of a chain cut at `MAX_EMBEDDED`.
         for node in &graph.order {
             if node != root && !out.visited.contains(node) {
                 included.push(Value::Object(out.node(node, false)?));
@@ -191,7 +193,15 @@ struct Emitter<'a, 't, F> {
     apart: &'a F,
     visited: HashSet<NamedOrBlankNode>,
     labels: HashMap<BlankNode, String>,
+    /// Node objects open around the one being written ([`MAX_EMBEDDED`]).
+    depth: usize,
 }
+
+/// Node objects written inside one another at most. Each level is a recursion of the emitter
+/// (and later of the serialiser): a stored chain of 3,000 nodes each naming the next, which the
+/// inbox accepts, ran the thread out of stack and aborted the node on its linked-data read.
+/// A node past the limit is referenced there and written among `@included`.
+const MAX_EMBEDDED: usize = 64;
 
 fn as_node(term: &Term) -> Option<NamedOrBlankNode> {
     match term {
@@ -324,12 +334,18 @@ impl<F: Fn(&NamedNode) -> bool> Emitter<'_, '_, F> {
         match object {
             Term::NamedNode(_) | Term::BlankNode(_) => {
                 let node = as_node(object).ok_or("not a node")?;
-                if self.embeddable(&node) && !self.visited.contains(&node) {
+                if self.embeddable(&node)
+                    && !self.visited.contains(&node)
+                    && self.depth < MAX_EMBEDDED
+                {
                     let key = match terms.iter().find(|(_, co)| *co == Coercion::Id) {
                         Some((name, _)) => name.clone(),
                         None => any_key(self)?,
                     };
-                    return Ok((key, Value::Object(self.node(&node, true)?)));
+                    self.depth += 1;
+                    let embedded = self.node(&node, true);
+                    self.depth -= 1;
+                    return Ok((key, Value::Object(embedded?)));
                 }
                 if let NamedOrBlankNode::NamedNode(n) = &node {
                     for (name, coercion) in terms {

@@ -189,3 +189,28 @@ fn the_d23b_context_round_trips_the_examples() {
         assert!(doc.get("@included").is_none(), "{doc:#}");
     }
 }
+
+#[test]
+fn a_long_chain_of_nodes_is_cut_into_included_ones_and_round_trips() {
+    // 20,000 nodes each naming the next once: embedded one in another, the emitter's
+    // recursion ran out of stack.
+    let c = contexts();
+    let root: NamedOrBlankNode = ex("n0").into();
+    let triples: Vec<Triple> = (0..20_000)
+        .map(|i| Triple::new(ex(&format!("n{i}")), ex("link"), ex(&format!("n{}", i + 1))))
+        .collect();
+    let doc = round_trip(&c, &root, &triples);
+    let included = doc["@included"].as_array().unwrap();
+    assert!(
+        included.len() >= 20_000 / (MAX_EMBEDDED + 1),
+        "{}",
+        included.len()
+    );
+    let mut deepest = 0;
+    let mut node = &doc;
+    while let Some(next) = node.get("link").filter(|n| n.is_object()) {
+        deepest += 1;
+        node = next;
+    }
+    assert_eq!(deepest, MAX_EMBEDDED);
+}
