@@ -123,6 +123,10 @@ async fn answer(
         default_graphs: all(params, "default-graph-uri"),
         named_graphs: all(params, "named-graph-uri"),
     };
+    // A place among the running queries, held by the evaluation itself (see `Permit`) —
+    // taken before parsing, which costs memory with the query's size (a 9 MB VALUES block
+    // took 1.5 GB), so that the limits count it too.
+    let permit = node.sparql.admit(&caller.organization)?;
     // Parsing and everything after it recurse with the query's nesting: on a thread with
     // the stack for it (`sparql::depth`).
     let mut parsed = depth::run(move || Sparql::parse(&query)).await??;
@@ -131,8 +135,6 @@ async fn answer(
         Form::Graph => GRAPHS,
     };
     let (media_type, _) = negotiate(headers, offers)?;
-    // A place among the running queries, held by the evaluation itself (see `Permit`).
-    let permit = node.sparql.admit(&caller.organization)?;
     let lag = node.sparql.replica().map(|r| r.lag_ms());
     let from_replica = match node.sparql.replica().filter(|r| r.usable()) {
         Some(replica) => {
