@@ -10,7 +10,7 @@ use oxigraph::sparql::QuerySolution;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{instant, org_term, parse_json, Description, Part, Read, Views};
+use super::{instant, org_term, parse_json, Description, Part, Read, Views, Visible};
 use crate::auth::Caller;
 use crate::consignment::cursor::Position;
 use crate::consignment::{summary, Page, Scope};
@@ -18,7 +18,7 @@ use crate::documents::{LinkUse, Revision};
 use crate::error::{Error, Result};
 use crate::rdf::literal;
 use crate::rdf::text;
-use crate::store::Query;
+use crate::store::{graphs, Query};
 
 impl Views {
     /// `GET /consignments/{id}/documents`: deduplicated by documentId, the latest wins.
@@ -31,12 +31,12 @@ impl Views {
     ) -> Result<Vec<Value>> {
         let visible = self.resolve(caller, scope, id)?;
         let parts = self.parts(&visible, None, Description::Skip)?;
-        Ok(self.dedupe(&parts.documents, &caller.organization, usage))
+        Ok(self.dedupe(&parts.documents, &caller.organization, &visible, usage))
     }
 
     /// The DocumentAttachments of a read (with pulled partner datasets joined).
     pub fn render_documents(&self, read: &Read, org: &str, usage: LinkUse) -> Vec<Value> {
-        self.dedupe(&read.parts.documents, org, usage)
+        self.dedupe(&read.parts.documents, org, &read.visible, usage)
     }
 
     /// `GET /consignments/{id}/documents/{documentId}`.
@@ -199,16 +199,19 @@ impl Views {
         ))
     }
 
-    /// One entry per documentId: the caller's own newest copy, else the newest a partner
-    /// shared.
-    fn dedupe(&self, parts: &[Part], org: &str, usage: LinkUse) -> Vec<Value> {
+    /// One entry per documentId: the caller's own newest copy, else the publisher's newest,
+    /// else the newest another member of the circle shared. The publisher's before the other
+    /// members': any member may add a document under any documentId, and "newest wins" let
+    /// one replace the publisher's invoice for everyone else in the circle.
+    fn dedupe(&self, parts: &[Part], org: &str, visible: &Visible, usage: LinkUse) -> Vec<Value> {
         let mut out: Vec<Value> = Vec::new();
-        let own = |p: &&Part| p.contributor.as_deref() == Some(org);
-        let ordered = parts
-            .iter()
-            .rev()
-            .filter(own)
-            .chain(parts.iter().rev().filter(|p| !own(p)));
+        let publisher_key = graphs::parse_contribution(visible.graph.as_str()).map(|(_, key)| key);
+        let rank = |p: &Part| match p.contributor.as_deref() {
+            Some(c) if c == org => 0,
+            Some(c) if Some(graphs::org_key(c).as_str()) == publisher_key => 1,
+            _ => 2,
+        };
+        let ordered = (0..3).flat_map(|r| parts.iter().rev().filter(move |p| rank(p) == r));
         let mut seen = std::collections::HashSet::new();
         for part in ordered {
             let revision = revision_of(part);

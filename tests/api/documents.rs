@@ -631,3 +631,56 @@ async fn expired_links_are_refused_and_links_survive_a_restart() {
     .await;
     verify_jws(&attestation);
 }
+
+#[tokio::test]
+async fn another_member_of_the_circle_cannot_replace_the_publishers_document() {
+    let node = TestNode::start().await;
+    let operator = Operator::new(&node).await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    let forwarder = Session::new(&node, "ops@other-forwarder.example").await;
+    for who in [&agency, &forwarder] {
+        let policy = rule(&node, who.org(), "portOfEntryCountry", "eq", json!("KE"));
+        operator.policy(&node, policy).await;
+    }
+    let trader = trader_with_consignment(&node).await;
+    let real = data_url("text/plain", b"REAL-INVOICE");
+    assert_completed(
+        &trader
+            .publish(&node, &add_document(trader.org(), &real, "INV-1"))
+            .await,
+    );
+    // Added after the publisher's, under the same documentId, by a member of the circle.
+    let fake = data_url("text/plain", b"FAKE-INVOICE");
+    let entry = forwarder
+        .publish(&node, &add_document(forwarder.org(), &fake, "INV-1"))
+        .await;
+    assert_completed(&entry);
+    // The agency reads the publisher's, by every way in.
+    let doc = document(&node, &agency, "INV-1").await;
+    assert_eq!(content(&node, &doc).await, b"REAL-INVOICE");
+    let found = ok_json(
+        agency
+            .get(&node, "/supply-chain/data-space/documents/INV-1")
+            .await,
+    )
+    .await;
+    assert_eq!(content(&node, &found).await, b"REAL-INVOICE");
+    let list = ok_json(
+        agency
+            .get(&node, &format!("{LIST}/{IDENTIFIER}/documents"))
+            .await,
+    )
+    .await;
+    let entities = list["entities"].as_array().unwrap();
+    assert_eq!(entities.len(), 1, "{list:#}");
+    assert_eq!(content(&node, &entities[0]).await, b"REAL-INVOICE");
+    // The forwarder still reads its own copy.
+    let own = document(&node, &forwarder, "INV-1").await;
+    assert_eq!(content(&node, &own).await, b"FAKE-INVOICE");
+}
+
+/// The bytes a DocumentAttachment's `href` serves.
+async fn content(node: &TestNode, doc: &Value) -> Vec<u8> {
+    let href = doc["href"].as_str().unwrap();
+    download(node, href).await.bytes().await.unwrap().to_vec()
+}
