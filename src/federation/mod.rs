@@ -21,6 +21,7 @@ pub mod did;
 pub mod notice;
 pub mod outbox;
 pub mod token;
+mod vet;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -253,7 +254,8 @@ impl Federation {
         let bytes = crate::capped::bytes(response, MAX_DATASET_BYTES)
             .await
             .map_err(|e| e.to_string())?;
-        let value = Arc::new(serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?);
+        let value = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?;
+        let value = Arc::new(vet::dataset(remote, &node, &endpoint, value)?);
         if !self.cache_ttl.is_zero() {
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             cache_insert(&mut cache, key, value.clone(), self.cache_ttl);

@@ -27,7 +27,7 @@ impl ListPlan {
         self.items
             .iter()
             .filter_map(|i| match i {
-                Item::Remote(r) => Some(r.clone()),
+                Item::Remote(r, _) => Some(r.clone()),
                 Item::Ready(_) => None,
             })
             .collect()
@@ -57,13 +57,16 @@ impl Views {
         for item in plan.items {
             match item {
                 Item::Ready(text) => entities.push(Entity::Text(text)),
-                Item::Remote(remote) => {
+                Item::Remote(remote, ids) => {
                     match pulled
                         .next()
                         .flatten()
                         .and_then(|d| d.get("summary").cloned())
                     {
-                        Some(summary @ Value::Object(_)) => entities.push(Entity::Value(summary)),
+                        Some(Value::Object(mut summary)) => {
+                            summary.extend(ids);
+                            entities.push(Entity::Value(Value::Object(summary)))
+                        }
                         _ => warnings.push(json!({
                             "code": "discoveryFailed",
                             "provider": remote.provider,
@@ -86,9 +89,15 @@ impl Views {
     /// nothing of the consignment could be read at all, "not found".
     pub fn join(&self, read: &mut Read, pulled: Vec<Option<Arc<Value>>>) -> Result<()> {
         let mut any = !read.visible.graphs.is_empty();
-        for dataset in pulled.into_iter().flatten() {
+        let publisher_graph = read.visible.graph.as_str().to_owned();
+        let remote = read.visible.remote.clone();
+        for (remote, dataset) in remote.iter().zip(pulled) {
+            let Some(dataset) = dataset else { continue };
             any = true;
-            if read.parts.payload.is_none() && dataset.get("payload").is_some_and(Value::is_object)
+            // The description is the publisher's: another member's dataset may not replace it.
+            if read.parts.payload.is_none()
+                && remote.dataset == publisher_graph
+                && dataset.get("payload").is_some_and(Value::is_object)
             {
                 read.parts.payload = dataset.get("payload").cloned();
             }

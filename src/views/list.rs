@@ -206,11 +206,23 @@ impl Views {
                     Term::NamedNode(n) => n.into_string(),
                     other => other.to_string(),
                 });
+            // The row's ids are this node's record's, whatever the partner's summary says.
+            let mut ids = Map::new();
+            ids.insert("id".into(), json!(aig));
+            ids.insert("aigId".into(), json!(aig));
+            for key in ["globalId", "identifier"] {
+                if let Some(value) = self.fact(&record, key, &index)? {
+                    ids.insert(key.into(), json!(value));
+                }
+            }
             return Ok(dataset.map(|dataset| {
-                Item::Remote(RemoteDataset {
-                    provider: publisher,
-                    dataset,
-                })
+                Item::Remote(
+                    RemoteDataset {
+                        provider: publisher,
+                        dataset,
+                    },
+                    ids,
+                )
             }));
         }
         Ok(self.summary_row_of(&publisher, aig)?.map(Item::Ready))
@@ -322,7 +334,8 @@ pub struct ListPlan {
 /// One row of a list page: ready (JSON text), or to be pulled from a partner node.
 pub(super) enum Item {
     Ready(Arc<str>),
-    Remote(RemoteDataset),
+    /// The publisher's dataset to pull, and the ids its row takes from this node's index.
+    Remote(RemoteDataset, Map<String, Value>),
 }
 
 /// The stored facts of one list row.
