@@ -88,6 +88,17 @@ impl Intake {
                 .collect();
             self.shapes
                 .check_vocabulary(&index, root, "object", &dropped, &mut failures);
+            if expansion.dropped_more > 0 {
+                failures.push(Failure {
+                    path: "object".into(),
+                    constraint: "known property".into(),
+                    value: None,
+                    message: format!(
+                        "{} more keys are not terms of the D23B or Activity Streams contexts",
+                        expansion.dropped_more
+                    ),
+                });
+            }
         }
         reserved_iris(expansion, minted, &mut failures);
         failures

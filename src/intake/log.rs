@@ -18,6 +18,9 @@ pub struct TaskError {
     pub cause: Value,
 }
 
+/// Failures a ValidationError lists at most.
+pub const MAX_FAILURES: usize = 200;
+
 impl TaskError {
     fn new(
         name: &str,
@@ -40,7 +43,8 @@ impl TaskError {
         }
     }
 
-    /// A shape failure: `UnprocessableError` wrapping `ValidationError`, every failure listed.
+    /// A shape failure: `UnprocessableError` wrapping `ValidationError`, every failure listed
+    /// (up to [`MAX_FAILURES`], then counted).
     pub fn validation(failures: &[Failure]) -> Self {
         const LISTED: usize = 5;
         let mut parts: Vec<String> = failures
@@ -56,12 +60,18 @@ impl TaskError {
         if failures.len() > LISTED {
             parts.push(format!("and {} more", failures.len() - LISTED));
         }
+        // Every failure up to a bound: the entry is stored and answered, and an activity can
+        // fail in as many places as its body has values.
+        let mut properties = json!({ "failures": &failures[..failures.len().min(MAX_FAILURES)] });
+        if failures.len() > MAX_FAILURES {
+            properties["failuresNotListed"] = json!(failures.len() - MAX_FAILURES);
+        }
         Self::new(
             "UnprocessableError",
             "dataspaceDataPlaneService.activitySemanticError",
             "ValidationError",
             parts.join("; "),
-            Some(json!({ "failures": failures })),
+            Some(properties),
         )
     }
 

@@ -290,3 +290,27 @@ async fn queries_nested_deeper_than_a_stack_holds_are_refused_and_the_node_stays
     }
     health_answers(&node).await;
 }
+
+#[tokio::test]
+async fn an_activity_failing_at_every_value_gets_a_bounded_answer() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let mut create = as_org(example("create-consignment"), trader.org());
+    // A 200 KB key over 10,000 items: each item's path repeated the key (2 GB of paths), and
+    // the entry listed a failure for every one.
+    let key = format!("q{}", "a".repeat(200_000));
+    let items: Vec<serde_json::Value> =
+        (0..10_000).map(|i| serde_json::json!({ "z": i })).collect();
+    create["object"][key.as_str()] = serde_json::json!({ "k": items });
+    let r = trader.publish(&node, &create).await;
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(text.len() < 200_000, "{} bytes", text.len());
+    let error = &r["tasks"][0]["error"]["cause"]["properties"];
+    let listed = error["failures"].as_array().unwrap().len();
+    assert!((1..=200).contains(&listed), "{listed}");
+    assert!(
+        error["failures"][0]["path"].as_str().unwrap().contains('…'),
+        "{error}"
+    );
+    health_answers(&node).await;
+}

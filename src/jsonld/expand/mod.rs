@@ -23,10 +23,26 @@ use super::{join, ActiveContext, Coercion, Container, Contexts, Expanded, JsonLd
 #[derive(Debug, Default)]
 pub struct Expansion {
     pub triples: Vec<Triple>,
+    /// At most [`MAX_DROPPED`]; the rest only counted in `dropped_more`.
     pub dropped: Vec<String>,
+    pub dropped_more: usize,
     /// The document's label of each blank node written `_:label` (e.g. a code that AS2's
     /// `@vocab: "_:"` turned into a blank node), so errors can show what was sent.
     pub labels: HashMap<BlankNode, String>,
+}
+
+/// Dropped keys listed at most: each is a failure of the inbox's checks, and a 300 KB body of
+/// 10,000 unknown keys listed every one of them (with its path) in the log entry it answered.
+pub const MAX_DROPPED: usize = 1_000;
+
+impl Expansion {
+    fn note_dropped(&mut self, path: String) {
+        if self.dropped.len() < MAX_DROPPED {
+            self.dropped.push(path);
+        } else {
+            self.dropped_more += 1;
+        }
+    }
 }
 
 /// Expands documents into triples. One per document: blank node labels (`_:x`) are scoped to it.
@@ -106,7 +122,7 @@ impl<'a> Expander<'a> {
             Expanded::Relative | Expanded::Keyword(_) => None,
         };
         if term.is_none() {
-            self.out.dropped.push(path.to_owned());
+            self.out.note_dropped(path.to_owned());
         }
         term
     }
@@ -141,7 +157,7 @@ impl<'a> Expander<'a> {
             let predicate = match iri.map(NamedNode::new) {
                 Some(Ok(p)) => Some(p),
                 Some(Err(_)) => {
-                    self.out.dropped.push(join(path, key));
+                    self.out.note_dropped(join(path, key));
                     None
                 }
                 None => None,
@@ -210,14 +226,14 @@ impl<'a> Expander<'a> {
                     // A blank node property (AS2's `@vocab: "_:"`) survives expansion, so its
                     // nested nodes still become triples; only the linking triple is dropped.
                     if !value.is_null() {
-                        self.out.dropped.push(join(path, key));
+                        self.out.note_dropped(join(path, key));
                     }
                     keys.properties.push((key, None, value));
                 }
                 Expanded::Relative => {
                     // Expansion drops the key with everything below it.
                     if !value.is_null() {
-                        self.out.dropped.push(join(path, key));
+                        self.out.note_dropped(join(path, key));
                     }
                 }
             }

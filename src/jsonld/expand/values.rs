@@ -31,7 +31,7 @@ impl Expander<'_> {
                 Expanded::Iri(iri) => match NamedNode::new(&iri) {
                     Ok(dt) => Some(dt),
                     Err(_) => {
-                        self.out.dropped.push(join(path, "@type"));
+                        self.out.note_dropped(join(path, "@type"));
                         return Ok(None);
                     }
                 },
