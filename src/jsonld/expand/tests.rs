@@ -78,3 +78,27 @@ fn doubles_are_canonical() {
     assert_eq!(canonical_double(1e21), "1.0E21");
     assert_eq!(canonical_double(-2.25e-7), "-2.25E-7");
 }
+
+#[test]
+fn a_context_named_again_counts_at_its_last_place_and_every_chain_stays_cached() {
+    let c = crate::jsonld::load_contexts().unwrap();
+    let (a, u) = (crate::vocab::AS_CONTEXT, crate::vocab::UNECE_CONTEXT);
+    let empty = c.empty();
+    let aua = c.extend(&empty, &serde_json::json!([a, u, a]), "").unwrap();
+    let ua = c.extend(&empty, &serde_json::json!([u, a]), "").unwrap();
+    assert!(std::sync::Arc::ptr_eq(&aua, &ua));
+    // Every stack of the two documents up to the longest accepted, on top of every other.
+    for n in 1..=super::super::MAX_CHAIN {
+        for bits in 0..(1u32 << n) {
+            let chain: Vec<&str> = (0..n)
+                .map(|i| if bits >> i & 1 == 1 { a } else { u })
+                .collect();
+            let first = c
+                .extend(&empty, &serde_json::json!(chain[..1]), "")
+                .unwrap();
+            c.extend(&first, &serde_json::json!(chain[1..]), "")
+                .unwrap();
+        }
+    }
+    assert!(c.merged.read().unwrap().len() <= 4);
+}
