@@ -72,7 +72,7 @@ impl Intake {
             &roots,
             &[&object_root, &activity_node],
         );
-        let (ports, warnings) = match activity.kind {
+        let (ports, mut warnings) = match activity.kind {
             Kind::Create | Kind::Update => {
                 let ports = ports::derive(activity.object(), &self.countries);
                 let warnings = ports::warnings(activity.object(), &ports);
@@ -80,6 +80,14 @@ impl Intake {
             }
             Kind::Add => (Ports::default(), Vec::new()),
         };
+        // The node names what it stores; an id sent with it stays in the JSON as sent.
+        warnings.extend(expansion.replaced_ids.iter().map(|path| ports::Warning {
+            path: path.clone(),
+            message: format!(
+                "{path}: the node names this resource itself; the id sent is kept only in the \
+                 description as sent"
+            ),
+        }));
         timings.shapes = t.elapsed();
         Ok(Prepared {
             activity,

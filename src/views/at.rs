@@ -70,7 +70,8 @@ impl Views {
             return Vec::new();
         };
         let mut expander = Expander::new(&self.contexts);
-        expander.fix_subject("object", record.clone().into(), false);
+        // The record wins over an `id` the object was sent with, as at intake.
+        expander.fix_subject("object", record.clone().into(), true);
         // The activity's own node is not part of the description (its object is).
         let activity_node = graphs::minted("activity", "point-in-time");
         expander.fix_subject("", activity_node.clone().into(), false);

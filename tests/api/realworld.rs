@@ -318,12 +318,6 @@ async fn bad_forms_are_still_refused_naming_path_and_value() {
             "object.atDepartureTransportMovement.transportModeCode",
             "TransportModeCodeList#X",
         ),
-        (
-            "/object/@id",
-            json!("https://evil.example/consignment"),
-            "object",
-            "",
-        ),
     ];
     for (i, (pointer, value, path, shown)) in cases.into_iter().enumerate() {
         let mut activity = base.clone();
@@ -342,11 +336,6 @@ async fn bad_forms_are_still_refused_naming_path_and_value() {
             "{pointer}: {}",
             r.status()
         );
-        if r.status() == StatusCode::BAD_REQUEST {
-            // `@id` on the object is a request-level refusal: fine, as long as it is a 4xx.
-            assert_eq!(pointer, "/object/@id");
-            continue;
-        }
         let entry = json_body(r).await;
         let error = task_error(&entry);
         assert_eq!(
@@ -369,6 +358,62 @@ async fn bad_forms_are_still_refused_naming_path_and_value() {
 }
 
 // ---------------------------------------------------------------------------------------------
+#[tokio::test]
+async fn an_id_sent_on_the_object_is_kept_as_sent_and_the_node_names_the_consignment() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let other = Session::new(&node, "other@elsewhere.example").await;
+    other.publish_example(&node, "create-consignment").await;
+    let theirs = ok_json(other.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await).await;
+    let their_node = format!(
+        "urn:dataspace-node:consignment:{}",
+        theirs["id"].as_str().unwrap().trim_start_matches("aig:")
+    );
+    // Sent as the object's id: another organisation's consignment node, and a TWIN-style UCR.
+    for (n, sent) in [
+        (1, their_node.as_str()),
+        (2, "urn:ucr:KE-KRA-2026-CUSTOMS-0001"),
+    ] {
+        let mut create = as_org(example("create-consignment"), trader.org());
+        create["object"]["id"] = json!(sent);
+        create["object"]["globalId"] =
+            json!(format!("urn:uuid:00000000-0000-4000-9000-00000000000{n}"));
+        create["object"]["identifier"] = json!(format!("WITH-ID-{n}"));
+        let entry = trader.publish(&node, &create).await;
+        assert_completed(&entry);
+        assert!(
+            entry["tasks"][0]["warnings"]
+                .to_string()
+                .contains("object.@id"),
+            "{entry:#}"
+        );
+        let path = format!("{LIST}/urn:uuid:00000000-0000-4000-9000-00000000000{n}");
+        let view = ok_json(trader.get(&node, &path).await).await;
+        let aig = view["id"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("aig:")
+            .to_owned();
+        assert_ne!(format!("urn:dataspace-node:consignment:{aig}"), their_node);
+        let quads = node
+            .client
+            .get(node.url(&path))
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .header("accept", "application/n-quads")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(!quads.contains(sent), "{sent} stored as a node:\n{quads}");
+    }
+    // The other organisation's consignment is as it was.
+    let again = ok_json(other.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await).await;
+    assert_eq!(again, theirs);
+}
+
 // The corpus
 
 /// What the node must do with a corpus file.
@@ -485,6 +530,17 @@ fn target_for(add: &Value, org: &str) -> Value {
 pub async fn check_corpus_file(file: &str, expect: Expect) {
     let path = format!("{}/{file}", corpus_dir());
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // A file of several payloads (an array) is checked one payload at a time.
+    let docs = match doc {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    for doc in docs {
+        check_corpus_doc(file, doc, &expect).await;
+    }
+}
+
+async fn check_corpus_doc(file: &str, doc: Value, expect: &Expect) {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@corpus.example").await;
     let activity = as_activity(&doc, trader.org());
@@ -610,6 +666,22 @@ pub async fn check_corpus_file(file: &str, expect: Expect) {
     assert_eq!(view.status(), StatusCode::OK, "{file}");
     let view = json_body(view).await;
     assert!(view["id"].is_string(), "{file}: {view:#}");
+    if let Some(sent) = object.get("id") {
+        // The node names the consignment; the id sent stays in the description as sent.
+        assert!(
+            view["id"].as_str().unwrap().starts_with("aig:"),
+            "{file}: {view:#}"
+        );
+        assert!(
+            warned.iter().any(|w| w["path"] == "object.@id"),
+            "{file}: {warned:#?}"
+        );
+        let history = format!("{LIST}/{}/history", form_encoded(global_id));
+        let revisions = ok_json(trader.get(&node, &history).await).await;
+        let revision = revisions["entities"][0]["revision"].as_str().unwrap();
+        let created = ok_json(trader.get(&node, &format!("{history}/{revision}")).await).await;
+        assert_eq!(&created["description"]["id"], sent, "{file}: {created:#}");
+    }
     let r = node
         .client
         .get(node.url(&format!("{LIST}/{}", form_encoded(global_id))))
@@ -695,4 +767,5 @@ corpus! {
     corpus_signal_consignment_teta: "signal-library-consignment-teta-calais-dover-road.json" => Expect::Refused(SIGNAL);
     corpus_signal_consignment_acme: "signal-library-consignment-acme-calais-dover-road.json" => Expect::Refused(&SIGNAL[1..]);
     corpus_twin_add: "twin-dsc-openapi-add-consignment-example.json" => Expect::Refused(&[("400", "Activity: `target` is required for `Add`")]);
+    corpus_sixty_kenya_community: "sixty-node-kenya-community-consignments.json" => Expect::Accepted;
 }

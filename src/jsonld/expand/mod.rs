@@ -26,6 +26,8 @@ pub struct Expansion {
     /// At most [`MAX_DROPPED`]; the rest only counted in `dropped_more`.
     pub dropped: Vec<String>,
     pub dropped_more: usize,
+    /// Paths whose `@id` the fixed subject replaced (see [`Expander::fix_subject`]).
+    pub replaced_ids: Vec<String>,
     /// The document's label of each blank node written `_:label` (e.g. a code that AS2's
     /// `@vocab: "_:"` turned into a blank node), so errors can show what was sent.
     pub labels: HashMap<BlankNode, String>,
@@ -50,7 +52,7 @@ pub struct Expander<'a> {
     contexts: &'a Contexts,
     labels: HashMap<String, BlankNode>,
     out: Expansion,
-    /// Subjects the caller fixes for the node at a path; `true` refuses an `@id` there.
+    /// Subjects the caller fixes for the node at a path; `true`: they win over an `@id` there.
     fixed: HashMap<String, (NamedOrBlankNode, bool)>,
     /// Subjects of the nodes at top-level paths (`actor`, `target`, ...).
     subjects: HashMap<String, NamedOrBlankNode>,
@@ -79,10 +81,10 @@ impl<'a> Expander<'a> {
     }
 
     /// Gives the node object at `path` (`""` for the document, `object`, ...) the subject
-    /// `subject` instead of a blank node. With `refuse_id`, an `@id` there is an error; without,
-    /// an `@id` there wins.
-    pub fn fix_subject(&mut self, path: &str, subject: NamedOrBlankNode, refuse_id: bool) {
-        self.fixed.insert(path.to_owned(), (subject, refuse_id));
+    /// `subject` instead of a blank node. With `over_id`, it wins over an `@id` there (a
+    /// string; its path is noted in [`Expansion::replaced_ids`]); without, an `@id` wins.
+    pub fn fix_subject(&mut self, path: &str, subject: NamedOrBlankNode, over_id: bool) {
+        self.fixed.insert(path.to_owned(), (subject, over_id));
     }
 
     /// The subject of the node object at a top-level path, once expanded.
@@ -250,11 +252,12 @@ impl<'a> Expander<'a> {
     ) -> Result<NamedOrBlankNode, JsonLdError> {
         let fixed = self.fixed.get(path).cloned();
         let id_path = || join(path, "@id");
-        if let (Some((_, true)), Some(_)) = (&fixed, id) {
-            return Err(Self::error(
-                &id_path(),
-                "an @id is not accepted here: the node names this resource itself",
-            ));
+        if let (Some((subject, true)), Some(id)) = (&fixed, id) {
+            if !id.is_string() {
+                return Err(Self::error(&id_path(), "must be a string"));
+            }
+            self.out.replaced_ids.push(id_path());
+            return Ok(subject.clone());
         }
         Ok(match id {
             None => match fixed {
