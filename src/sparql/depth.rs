@@ -19,7 +19,8 @@
 //! evaluation of a join chain, ~2.5 KB per nested parenthesis for the parser).
 
 use spargebra::algebra::{
-    AggregateExpression, Expression, GraphPattern, OrderExpression, PropertyPathExpression,
+    AggregateExpression, AggregateFunction, Expression, Function, GraphPattern, OrderExpression,
+    PropertyPathExpression,
 };
 use spargebra::Query;
 
@@ -39,6 +40,10 @@ pub const MAX_DEPTH: usize = 2_000;
 /// included: what the planner's time grows with (up to ~0.3 s at this count on the machine
 /// measured above).
 pub const MAX_PATTERNS: usize = 128;
+/// Characters of a `REPLACE` replacement and a `GROUP_CONCAT` separator.
+pub const MAX_REPLACEMENT: usize = 64;
+/// Arguments of one `CONCAT`.
+pub const MAX_CONCAT: usize = 16;
 /// The stack of the thread a query is parsed and evaluated on. Only the pages a query touches
 /// are ever backed by memory.
 pub const STACK: usize = 64 << 20;
@@ -91,9 +96,12 @@ pub fn check_depth(query: &Query) -> Result<()> {
     let walk = Depth {
         limit: MAX_DEPTH,
         patterns: std::cell::Cell::new(0),
+        refusal: std::cell::RefCell::new(None),
     };
     if walk.pattern(pattern, 0) {
         Ok(())
+    } else if let Some(reason) = walk.refusal.take() {
+        Err(refused(reason))
     } else if walk.patterns.get() > MAX_PATTERNS {
         Err(refused(format!(
             "the query has more than {MAX_PATTERNS} triple patterns, paths, joins, OPTIONALs, \
@@ -176,9 +184,44 @@ struct Depth {
     limit: usize,
     /// Patterns and joining operators seen so far ([`MAX_PATTERNS`]).
     patterns: std::cell::Cell<usize>,
+    /// Why a function call is refused ([`Depth::multiplies`]).
+    refusal: std::cell::RefCell<Option<String>>,
 }
 
 impl Depth {
+    /// `false` (and why) for the calls whose result can be many times their arguments, which
+    /// the evaluator builds whole before any limit sees it: a `REPLACE` whose replacement is
+    /// not a short string (nested three deep with `"$0"` a thousand times, one reached 1 GB),
+    /// a `CONCAT` of many arguments, a `GROUP_CONCAT` with a long separator (a 1 MB one over
+    /// 1,500 values: 3 GB). What they build within these bounds is checked against the value
+    /// limit (`guard::BOUNDED`).
+    fn multiplies(&self, reason: Option<String>) -> bool {
+        match reason {
+            Some(reason) => {
+                *self.refusal.borrow_mut() = Some(reason);
+                false
+            }
+            None => true,
+        }
+    }
+
+    fn call(&self, f: &Function, args: &[Expression]) -> Option<String> {
+        match f {
+            Function::Replace => match args.get(2) {
+                Some(Expression::Literal(l)) if l.value().chars().count() <= MAX_REPLACEMENT => {
+                    None
+                }
+                _ => Some(format!(
+                    "REPLACE's replacement must be a string of at most {MAX_REPLACEMENT} characters"
+                )),
+            },
+            Function::Concat if args.len() > MAX_CONCAT => Some(format!(
+                "CONCAT takes at most {MAX_CONCAT} arguments here; nest them"
+            )),
+            _ => None,
+        }
+    }
+
     /// Counts `n` patterns or operators; `false` past [`MAX_PATTERNS`].
     fn count(&self, n: usize) -> bool {
         self.patterns.set(self.patterns.get().saturating_add(n));
@@ -232,13 +275,18 @@ impl Depth {
             }
             P::Group {
                 inner, aggregates, ..
-            } => {
-                self.pattern(inner, d)
-                    && aggregates.iter().all(|(_, a)| match a {
-                        AggregateExpression::CountSolutions { .. } => true,
-                        AggregateExpression::FunctionCall { expr, .. } => self.expression(expr, d),
-                    })
-            }
+            } => self.pattern(inner, d) && aggregates.iter().all(|(_, a)| match a {
+                AggregateExpression::CountSolutions { .. } => true,
+                AggregateExpression::FunctionCall { name, expr, .. } => {
+                    let long = matches!(name, AggregateFunction::GroupConcat { separator: Some(s) }
+                                if s.chars().count() > MAX_REPLACEMENT);
+                    self.multiplies(long.then(|| {
+                        format!(
+                            "GROUP_CONCAT's separator must be at most {MAX_REPLACEMENT} characters"
+                        )
+                    })) && self.expression(expr, d)
+                }
+            }),
             P::Graph { inner, .. }
             | P::Project { inner, .. }
             | P::Distinct { inner }
@@ -275,9 +323,10 @@ impl Depth {
             E::If(a, b, c) => {
                 self.expression(a, d) && self.expression(b, d) && self.expression(c, d)
             }
-            E::Coalesce(list) | E::FunctionCall(_, list) => {
-                list.iter().all(|e| self.expression(e, d))
+            E::FunctionCall(f, list) => {
+                self.multiplies(self.call(f, list)) && list.iter().all(|e| self.expression(e, d))
             }
+            E::Coalesce(list) => list.iter().all(|e| self.expression(e, d)),
         }
     }
 
@@ -361,5 +410,34 @@ mod tests {
         let sum = |n: usize| format!("SELECT (1{} AS ?x) {{}}", "+1".repeat(n));
         assert!(ok(sum(1998)));
         assert!(!ok(sum(2000)));
+    }
+
+    #[test]
+    fn calls_that_multiply_their_arguments_are_bounded() {
+        let ok = |q: &str| check_depth(&parsed(q)).is_ok();
+        assert!(ok(r#"SELECT (REPLACE("ab", "a", "$0-") AS ?x) {}"#));
+        assert!(!ok(&format!(
+            r#"SELECT (REPLACE("ab", "a", "{}") AS ?x) {{}}"#,
+            "$0".repeat(33)
+        )));
+        assert!(!ok(
+            r#"SELECT ?x { BIND("a" AS ?r) BIND(REPLACE("ab", "a", ?r) AS ?x) }"#
+        ));
+        let concat = |n: usize| {
+            format!(
+                "SELECT (CONCAT({}) AS ?x) {{}}",
+                vec!["\"a\""; n].join(", ")
+            )
+        };
+        assert!(ok(&concat(16)));
+        assert!(!ok(&concat(17)));
+        assert!(ok(
+            r#"SELECT (GROUP_CONCAT(?o; SEPARATOR=", ") AS ?x) { ?s ?p ?o }"#
+        ));
+        let long = format!(
+            r#"SELECT (GROUP_CONCAT(?o; SEPARATOR="{}") AS ?x) {{ ?s ?p ?o }}"#,
+            "y".repeat(65)
+        );
+        assert!(!ok(&long));
     }
 }

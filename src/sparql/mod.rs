@@ -10,6 +10,7 @@
 //! - Query only: an update is refused (403), `SERVICE` too (400).
 //! - A time limit that cancels the evaluation, and a cap on result rows.
 
+mod calls;
 pub mod depth;
 pub mod guard;
 pub mod isolate;

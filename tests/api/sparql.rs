@@ -699,6 +699,54 @@ async fn rebuilding_the_markers_drops_those_no_grant_gives() {
     assert_eq!(rows(&node, &s.agency, descriptions, &shared).await.len(), 1);
 }
 
+/// Calls that multiply their arguments: each checked against the value limit wherever it
+/// stands, their multipliers bounded before evaluation.
+#[tokio::test]
+async fn calls_that_multiply_values_are_bounded_where_they_stand() {
+    let s = setup(Engine::Store).await;
+    // Sixteen copies per level: the sixth level passes the value limit (1 MiB); unwrapped,
+    // the seventh was built whole (268 MB) and only its length answered.
+    let mut nested = String::from("\"x\"");
+    for _ in 0..7 {
+        nested = format!("REPLACE({nested}, \"x\", \"{}\")", "$0".repeat(16));
+    }
+    for q in [
+        format!("SELECT (STRLEN({nested}) AS ?l) {{}}"),
+        format!("SELECT * {{ FILTER(STRLEN({nested}) > 0) }}"),
+    ] {
+        let r = query(&s.node, &s.trader, &q, &[]).await;
+        let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+        assert!(
+            body["message"].as_str().unwrap().contains("longer than"),
+            "{body}"
+        );
+    }
+    for (q, what) in [
+        (
+            format!(
+                "SELECT (REPLACE(\"x\", \"x\", \"{}\") AS ?l) {{}}",
+                "$0".repeat(1000)
+            ),
+            "replacement",
+        ),
+        (
+            format!(
+                "SELECT (GROUP_CONCAT(STR(?a); SEPARATOR=\"{}\") AS ?l) {{ VALUES ?a {{ 1 2 }} }}",
+                "y".repeat(200)
+            ),
+            "separator",
+        ),
+    ] {
+        let r = query(&s.node, &s.trader, &q, &[]).await;
+        let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+        assert!(body["message"].as_str().unwrap().contains(what), "{body}");
+    }
+    // Within the bounds, answered.
+    let small = r#"SELECT (GROUP_CONCAT(REPLACE(STR(?a), "1", "$0$0"); SEPARATOR=", ") AS ?l) { VALUES ?a { 1 21 } }"#;
+    let answer = rows(&s.node, &s.trader, small, &[]).await;
+    assert_eq!(answer[0]["l"], "11, 211", "{answer:?}");
+}
+
 fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap()
