@@ -12,12 +12,12 @@
 //! applied lines as replays and applies the rest. At the end the store is sealed and the
 //! models saved, so the node's next start does not rebuild them.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::auth::Caller;
 use crate::config::Config;
@@ -73,7 +73,7 @@ pub async fn run(args: LoadArgs) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut batch = Batch::default();
     for path in files {
-        for line in Lines::open(&path)? {
+        for line in Lines::open(&path, args.config.body_limit_bytes)? {
             let line = line?;
             progress.bytes += line.bytes;
             batch.push(path.clone(), line);
@@ -135,8 +135,25 @@ async fn apply(
     if batch.len() == 0 {
         return Ok(());
     }
-    let lines = std::mem::take(batch);
-    let bodies: Vec<Vec<u8>> = lines.lines.iter().map(|(_, l)| l.body.clone()).collect();
+    let mut lines = std::mem::take(batch);
+    let limit = node.config.body_limit_bytes;
+    let mut out = std::io::stdout().lock();
+    for (path, line) in lines.lines.iter().filter(|(_, l)| l.too_long) {
+        tally.refused += 1;
+        let report = json!({"file": path, "line": line.number, "error": Line::refusal(limit)});
+        writeln!(out, "{report}")?;
+    }
+    drop(out);
+    lines.lines.retain(|(_, l)| !l.too_long);
+    if lines.lines.is_empty() {
+        return Ok(());
+    }
+    // The bodies move to the blocking thread; the reports need only the line numbers.
+    let bodies: Vec<Vec<u8>> = lines
+        .lines
+        .iter_mut()
+        .map(|(_, l)| std::mem::take(&mut l.body))
+        .collect();
     let (n, who) = (node.clone(), caller.clone());
     // Expansion, shapes and the transaction are CPU and disk work; a document's content is
     // taken on this blocking thread, which can wait for a fetch.
@@ -201,29 +218,81 @@ fn inputs(named: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// One activity: its line number (1 for a whole `.json` file) and bytes.
 struct Line {
     number: u64,
+    /// Empty when `too_long`.
     body: Vec<u8>,
     /// Bytes of the file it took, for the progress.
     bytes: u64,
+    /// Longer than the inbox's body limit: refused without being read whole (a 400 MB line
+    /// with no newline held 1.2 GB, twice, in a batch).
+    too_long: bool,
+}
+
+impl Line {
+    /// What the inbox answers a body over its limit.
+    fn refusal(limit: usize) -> Value {
+        let e = Error::PayloadTooLarge { limit };
+        json!({"message": e.to_string(), "properties": {"limitBytes": limit}})
+    }
 }
 
 /// The activities of one file: a `.json` file is one, anything else is JSON lines (blank
 /// lines skipped; a last line without its newline is still a line, and refused if torn).
 enum Lines {
-    Whole(Option<Vec<u8>>),
-    Each(std::io::BufReader<std::fs::File>, u64),
+    /// A whole file: its body, or `None` when it is over the limit (its size then).
+    Whole(Option<Result<Vec<u8>, u64>>),
+    Each(std::io::BufReader<std::fs::File>, u64, usize),
 }
 
 impl Lines {
-    fn open(path: &Path) -> Result<Self> {
+    /// The activities of `path`, each at most `limit` bytes (the inbox's body limit).
+    fn open(path: &Path, limit: usize) -> Result<Self> {
         if path.extension().is_some_and(|x| x == "json") {
-            return Ok(Self::Whole(Some(std::fs::read(path)?)));
+            let size = path.metadata()?.len();
+            if size > limit as u64 {
+                return Ok(Self::Whole(Some(Err(size))));
+            }
+            return Ok(Self::Whole(Some(Ok(std::fs::read(path)?))));
         }
         let file = std::fs::File::open(path)?;
         Ok(Self::Each(
             std::io::BufReader::with_capacity(1 << 20, file),
             0,
+            limit,
         ))
     }
+}
+
+/// Reads one line (with its newline) into `body`, keeping at most `limit` bytes: the bytes
+/// the line took and whether it was longer (`body` then empty, the rest skipped).
+fn read_line(
+    reader: &mut impl std::io::BufRead,
+    body: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<(u64, bool)> {
+    let (mut bytes, mut too_long) = (0u64, false);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let (n, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if !too_long && body.len() + n > limit {
+            too_long = true;
+            *body = Vec::new();
+        }
+        if !too_long {
+            body.extend_from_slice(&buf[..n]);
+        }
+        bytes += n as u64;
+        reader.consume(n);
+        if done {
+            break;
+        }
+    }
+    Ok((bytes, too_long))
 }
 
 impl Iterator for Lines {
@@ -232,25 +301,35 @@ impl Iterator for Lines {
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Self::Whole(body) => body.take().map(|body| {
-                Ok(Line {
-                    number: 1,
-                    bytes: body.len() as u64,
-                    body,
+                Ok(match body {
+                    Ok(body) => Line {
+                        number: 1,
+                        bytes: body.len() as u64,
+                        body,
+                        too_long: false,
+                    },
+                    Err(size) => Line {
+                        number: 1,
+                        bytes: size,
+                        body: Vec::new(),
+                        too_long: true,
+                    },
                 })
             }),
-            Self::Each(reader, number) => loop {
+            Self::Each(reader, number, limit) => loop {
                 let mut body = Vec::new();
-                match reader.read_until(b'\n', &mut body) {
-                    Ok(0) => return None,
-                    Ok(bytes) => {
+                match read_line(reader, &mut body, *limit) {
+                    Ok((0, _)) => return None,
+                    Ok((bytes, too_long)) => {
                         *number += 1;
-                        if body.iter().all(u8::is_ascii_whitespace) {
+                        if !too_long && body.iter().all(u8::is_ascii_whitespace) {
                             continue;
                         }
                         return Some(Ok(Line {
                             number: *number,
                             body,
-                            bytes: bytes as u64,
+                            bytes,
+                            too_long,
                         }));
                     }
                     Err(e) => return Some(Err(e.into())),

@@ -474,3 +474,45 @@ async fn list_all(node: &TestNode, who: &Session) -> Vec<String> {
         }
     }
 }
+
+#[tokio::test]
+async fn lines_and_files_over_the_body_limit_are_refused_without_being_read_whole() {
+    let (base, halted, trader, _agency) = halted_circle().await;
+    let data = halted.0.data_dir.clone();
+    let org = trader.org().to_owned();
+    let good = history(&org)[0].to_string();
+    assert!(good.len() < 8_000);
+    let dir = halted.2.path();
+    let lines = dir.join("lines.jsonl");
+    // Line 2 is over the limit; the last one too, with no newline after it.
+    let long = format!("\"{}\"", "x".repeat(20_000));
+    std::fs::write(&lines, format!("{good}\n{long}\n\n{long}")).unwrap();
+    let whole = dir.join("whole.json");
+    std::fs::write(&whole, &long).unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
+        .args([
+            "load",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--base-url",
+            &base,
+        ])
+        .args(["--organization", &org, "--body-limit-bytes", "8000"])
+        .arg(&lines)
+        .arg(&whole)
+        .env_remove("DATASPACE_NODE_DATA_DIR")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (reported, numbers) = refused_lines(&stdout);
+    assert_eq!(numbers, vec![2, 4, 1], "{stdout}");
+    for r in &reported {
+        assert_eq!(r["error"]["properties"]["limitBytes"], 8000, "{r}");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 applied, 0 applied before, 3 refused"),
+        "{stderr}"
+    );
+}
