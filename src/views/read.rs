@@ -79,8 +79,24 @@ impl Views {
         id: &str,
         description: Description,
     ) -> Result<Read> {
-        let visible = self.resolve(caller, scope, id)?;
+        let mut visible = self.resolve(caller, scope, id)?;
         let parts = self.parts(&visible, None, description)?;
+        // Without the publisher's contribution (a contributor whose grant was revoked, or the
+        // `own` scope of one), the record's last change is not the caller's to see: its own
+        // last revision is, as in a point-in-time read.
+        let publishers = visible.graphs.contains(&visible.graph)
+            || visible
+                .remote
+                .iter()
+                .any(|r| r.dataset == visible.graph.as_str());
+        if !publishers {
+            visible.updated = parts
+                .system
+                .iter()
+                .map(|p| p.at.clone())
+                .max_by_key(|at| instant(at))
+                .unwrap_or_else(|| visible.created.clone());
+        }
         Ok(Read { visible, parts })
     }
 

@@ -940,3 +940,41 @@ async fn notifications_page_newest_first() {
             .await;
     assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
 }
+
+#[tokio::test]
+async fn a_contributor_whose_grant_was_revoked_does_not_see_when_the_publisher_changes() {
+    let node = TestNode::start().await;
+    let operator = Operator::new(&node).await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    let policy = operator
+        .policy(
+            &node,
+            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    trader.publish_example(&node, "create-consignment").await;
+    agency.publish_example(&node, "add-event").await;
+    let own = view(&node, &agency, "own").await;
+    let added = own["systemEvents"][0]["date"].clone();
+    assert_eq!(own["updated"], added, "{own:#}");
+    operator
+        .delete(&node, policy["uid"].as_str().unwrap())
+        .await;
+    trader.publish_example(&node, "update-consignment").await;
+    let publisher = view(&node, &trader, "all").await;
+    assert_ne!(publisher["updated"], added);
+    // The agency still reads its own contribution, dated by its own last revision.
+    let own = view(&node, &agency, "own").await;
+    assert_eq!(own["updated"], added, "{own:#}");
+    let all = view(&node, &agency, "all").await;
+    assert_eq!(all["updated"], added, "{all:#}");
+}
+
+async fn view(node: &TestNode, who: &Session, scope: &str) -> Value {
+    ok_json(
+        who.get(node, &format!("{LIST}/{GLOBAL_ID}?scope={scope}"))
+            .await,
+    )
+    .await
+}
