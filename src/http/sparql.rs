@@ -244,7 +244,13 @@ fn all(params: &[(String, String)], name: &str) -> Vec<String> {
 }
 
 fn serialize(answer: Answer, media_type: &str) -> Result<Vec<u8>> {
-    let io = |e: std::io::Error| Error::internal(format!("serialising SPARQL results: {e}"));
+    // Written to memory, a serialiser fails only on what the format cannot express: the
+    // answer, not the node, is at fault, and another format would do.
+    let io = |e: std::io::Error| {
+        Error::NotAcceptable(format!(
+            "the answer cannot be written as {media_type} ({e}); ask for another format"
+        ))
+    };
     match answer {
         Answer::Solutions { variables, rows } => {
             let format =
@@ -266,11 +272,50 @@ fn serialize(answer: Answer, media_type: &str) -> Result<Vec<u8>> {
         }
         Answer::Graph(triples) => {
             let format = RdfFormat::from_media_type(media_type).unwrap_or(RdfFormat::Turtle);
+            if format == RdfFormat::RdfXml {
+                // Oxigraph writes a predicate without an XML local name as `<oxprefix:>`,
+                // which is not XML.
+                if let Some(t) = triples
+                    .iter()
+                    .find(|t| !has_local_name(t.predicate.as_str()))
+                {
+                    return Err(Error::NotAcceptable(format!(
+                        "RDF/XML cannot write the predicate <{}> (it ends without an XML name); \
+                         ask for text/turtle or application/n-triples",
+                        t.predicate.as_str()
+                    )));
+                }
+            }
             let mut out = RdfSerializer::from_format(format).for_writer(Vec::new());
             for t in &triples {
                 out.serialize_triple(t).map_err(io)?;
             }
             out.finish().map_err(io)
         }
+    }
+}
+
+/// Whether an IRI ends in an XML name RDF/XML can write it with (as Oxigraph splits it: after
+/// the last character that cannot be in a name, from the first that can start one).
+fn has_local_name(iri: &str) -> bool {
+    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '\u{b7}');
+    let tail = match iri.rfind(|c: char| !name_char(c)) {
+        Some(i) => &iri[i..],
+        None => iri,
+    };
+    tail.chars().any(|c| c.is_alphabetic() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_local_name;
+
+    #[test]
+    fn rdf_xml_writes_predicates_that_end_in_a_name() {
+        assert!(has_local_name("https://vocabulary.uncefact.org/globalId"));
+        assert!(has_local_name("http://ex.org/ns#p_1"));
+        assert!(!has_local_name("http://ex.org/p/"));
+        assert!(!has_local_name("http://ex.org/ns#"));
+        assert!(!has_local_name("urn:x:123"));
     }
 }

@@ -835,3 +835,17 @@ async fn queries_beyond_the_concurrency_limit_get_429() {
     }
     assert!(answered, "the place came back");
 }
+
+/// A predicate RDF/XML cannot write (no XML local name) is a 406 naming it, not a 200 with
+/// `<oxprefix:>` in place of XML; other formats write it.
+#[tokio::test]
+async fn rdf_xml_refuses_a_predicate_it_cannot_write() {
+    let s = setup(Engine::Store).await;
+    let q = "CONSTRUCT { <urn:s> <http://ex.org/p/> \"x\" } WHERE {}";
+    let r = query_as(&s.node, &s.trader, q, "application/rdf+xml").await;
+    let body = assert_error(r, StatusCode::NOT_ACCEPTABLE, "GeneralError").await;
+    assert!(body.to_string().contains("http://ex.org/p/"), "{body}");
+    let r = query_as(&s.node, &s.trader, q, "text/turtle").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.text().await.unwrap().contains("<http://ex.org/p/>"));
+}
