@@ -248,7 +248,8 @@ impl Lines {
     fn open(path: &Path, limit: usize) -> Result<Self> {
         if path.extension().is_some_and(|x| x == "json") {
             let size = path.metadata()?.len();
-            if size > limit as u64 {
+            // A file's final newline (or CRLF) is not part of its body.
+            if size > limit as u64 + 2 {
                 return Ok(Self::Whole(Some(Err(size))));
             }
             return Ok(Self::Whole(Some(Ok(std::fs::read(path)?))));
@@ -279,7 +280,9 @@ fn read_line(
             Some(i) => (i + 1, true),
             None => (buf.len(), false),
         };
-        if !too_long && body.len() + n > limit {
+        // The newline ending a line is not part of its body.
+        let body_bytes = if done { n - 1 } else { n };
+        if !too_long && body.len() + body_bytes > limit {
             too_long = true;
             *body = Vec::new();
         }

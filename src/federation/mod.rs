@@ -255,7 +255,7 @@ impl Federation {
             .await
             .map_err(|e| e.to_string())?;
         let value = serde_json::from_slice::<Value>(&bytes).map_err(|e| e.to_string())?;
-        let value = Arc::new(vet::dataset(remote, &node, &endpoint, value)?);
+        let value = Arc::new(vet::dataset(remote, &node, value)?);
         if !self.cache_ttl.is_zero() {
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             cache_insert(&mut cache, key, value.clone(), self.cache_ttl);

@@ -1,36 +1,30 @@
 //! What a dataset pulled from a partner node may say. A node speaks for its own organisations
 //! only: a partner answered datasets whose events and documents named organisations of other
-//! nodes (this one's included) as their contributors, and documents whose links pointed
-//! anywhere — and the reads showed them as those organisations' own. Checked once, as a
-//! dataset arrives, before it is cached or joined to any read.
+//! nodes (this one's included) as their contributors, and the reads showed them as those
+//! organisations' own (with a document's link wherever the partner liked). Checked once, as
+//! a dataset arrives, before it is cached or joined to any read. A link of the provider's own
+//! document may lead anywhere: an external reference is its URL itself.
 
 use serde_json::Value;
 
 use super::did;
 use super::RemoteDataset;
 
-/// `dataset` as pulled for `remote` from partner node `node` (whose federation endpoint is
-/// `endpoint`), keeping only what that node may say: an answer for another dataset is
-/// refused; events, system events and documents contributed by an organisation of another
-/// node are dropped, those naming no contributor are the provider's; a document whose links
-/// lead off the provider's node is dropped.
-pub fn dataset(
-    remote: &RemoteDataset,
-    node: &str,
-    endpoint: &str,
-    mut dataset: Value,
-) -> Result<Value, String> {
+/// `dataset` as pulled for `remote` from partner node `node`, keeping only what that node may
+/// say: an answer for another dataset is refused; events, system events and documents
+/// contributed by an organisation of another node are dropped, those naming no contributor
+/// are the provider's.
+pub fn dataset(remote: &RemoteDataset, node: &str, mut dataset: Value) -> Result<Value, String> {
     if dataset.get("datasetId").and_then(Value::as_str) != Some(remote.dataset.as_str()) {
         return Err("the partner answered with another dataset".into());
     }
-    let host = host_of(endpoint).ok_or_else(|| format!("{endpoint}: no host"))?;
     let mut dropped = 0;
     for key in ["events", "systemEvents", "documents"] {
         let Some(Value::Array(parts)) = dataset.get_mut(key) else {
             continue;
         };
         let before = parts.len();
-        parts.retain_mut(|part| part_of(part, remote, node, &host));
+        parts.retain_mut(|part| part_of(part, remote, node));
         dropped += before - parts.len();
     }
     if dropped > 0 {
@@ -38,14 +32,14 @@ pub fn dataset(
             provider = remote.provider,
             dataset = remote.dataset,
             dropped,
-            "a partner's dataset named contributors or links off its node; those parts are left out"
+            "a partner's dataset named contributors of other nodes; those parts are left out"
         );
     }
     Ok(dataset)
 }
 
 /// Whether `part` is one the provider's node may give (its contributor filled in when absent).
-fn part_of(part: &mut Value, remote: &RemoteDataset, node: &str, host: &str) -> bool {
+fn part_of(part: &mut Value, remote: &RemoteDataset, node: &str) -> bool {
     let Some(map) = part.as_object_mut() else {
         return false;
     };
@@ -58,39 +52,7 @@ fn part_of(part: &mut Value, remote: &RemoteDataset, node: &str, host: &str) -> 
         return false;
     }
     map.insert("contributor".into(), Value::String(contributor));
-    match map.get("partner") {
-        None | Some(Value::Null) => true,
-        Some(partner) => links(partner).all(|href| host_of(href).as_deref() == Some(host)),
-    }
-}
-
-/// Every link a partner's rendering of a document holds: its record's and attachment's
-/// `href`, and those of the attachment's history.
-fn links(partner: &Value) -> impl Iterator<Item = &str> {
-    let history = partner["attachment"]["history"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|h| &h["href"]);
-    [&partner["record"]["href"], &partner["attachment"]["href"]]
-        .into_iter()
-        .chain(history)
-        .filter(|v| !v.is_null())
-        // A link that is not a string is no link to the provider.
-        .map(|v| v.as_str().unwrap_or(""))
-}
-
-/// `host` or `host:port` of a URL, lower case.
-fn host_of(url: &str) -> Option<String> {
-    let url = url::Url::parse(url).ok()?;
-    let host = url.host_str()?;
-    Some(
-        match url.port() {
-            Some(p) => format!("{host}:{p}"),
-            None => host.to_owned(),
-        }
-        .to_ascii_lowercase(),
-    )
+    true
 }
 
 #[cfg(test)]
@@ -100,7 +62,6 @@ mod tests {
 
     const NODE: &str = "did:web:partner.example";
     const PROVIDER: &str = "did:web:partner.example:org:p1";
-    const ENDPOINT: &str = "https://partner.example/federation";
 
     fn remote() -> RemoteDataset {
         RemoteDataset {
@@ -116,7 +77,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_providers_node_speaks_for_its_organisations_and_links() {
+    fn only_the_providers_node_speaks_for_its_organisations() {
         let local_agency = "did:web:this-node.example:org:k";
         let sibling = "did:web:partner.example:org:p2";
         let on_node = "https://partner.example/supply-chain/data-space/blobs/x";
@@ -131,12 +92,12 @@ mod tests {
             "systemEvents": [{"id": "s1", "at": "t", "json": {}, "contributor": local_agency}],
             "documents": [
                 document(PROVIDER, on_node),
-                document(PROVIDER, "https://evil.example/phish"),
+                // An external reference: its link is the URL it names.
+                document(PROVIDER, "https://docs.example/invoice.pdf"),
                 document(local_agency, on_node),
-                document(PROVIDER, "https://partner.example:8443/blobs/x"),
             ],
         });
-        let vetted = dataset(&remote(), NODE, ENDPOINT, pulled).unwrap();
+        let vetted = dataset(&remote(), NODE, pulled).unwrap();
         let ids = |key: &str| -> Vec<(String, String)> {
             vetted[key]
                 .as_array()
@@ -158,14 +119,19 @@ mod tests {
             ]
         );
         assert!(ids("systemEvents").is_empty());
-        assert_eq!(vetted["documents"].as_array().unwrap().len(), 1);
-        assert_eq!(vetted["documents"][0]["partner"]["record"]["href"], on_node);
+        let hrefs: Vec<&str> = vetted["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["partner"]["record"]["href"].as_str().unwrap())
+            .collect();
+        assert_eq!(hrefs, [on_node, "https://docs.example/invoice.pdf"]);
     }
 
     #[test]
     fn an_answer_for_another_dataset_is_refused() {
         let other = json!({"datasetId": "urn:dataspace-node:contribution:ff:cd", "events": []});
-        assert!(dataset(&remote(), NODE, ENDPOINT, other).is_err());
-        assert!(dataset(&remote(), NODE, ENDPOINT, json!({"events": []})).is_err());
+        assert!(dataset(&remote(), NODE, other).is_err());
+        assert!(dataset(&remote(), NODE, json!({"events": []})).is_err());
     }
 }

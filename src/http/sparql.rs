@@ -129,7 +129,10 @@ async fn answer(
     let permit = node.sparql.admit(&caller.organization)?;
     // Parsing and everything after it recurse with the query's nesting: on a thread with
     // the stack for it (`sparql::depth`).
-    let mut parsed = depth::run(move || Sparql::parse(&query)).await??;
+    // The permit goes with the work and comes back: a client gone before the answer (its
+    // future dropped) leaves the thread running, still counted.
+    let (parsed, mut permit) = depth::run(move || (Sparql::parse(&query), permit)).await?;
+    let mut parsed = parsed?;
     let offers = match parsed.form {
         Form::Results => RESULTS,
         Form::Graph => GRAPHS,
@@ -142,11 +145,11 @@ async fn answer(
                 let (node, caller) = (node.clone(), caller.clone());
                 depth::run(move || {
                     let text = node.sparql.portable(&caller, scope, &parsed, &protocol);
-                    (text, (parsed, protocol))
+                    (text, (parsed, protocol, permit))
                 })
                 .await?
             };
-            (parsed, protocol) = back;
+            (parsed, protocol, permit) = back;
             on_replica(&node, replica, &text?, parsed.form, media_type).await?
         }
         None => None,

@@ -27,7 +27,9 @@ pub fn bounded(e: Expression) -> Expression {
             call(BOUNDED, vec![E::FunctionCall(f, all(args))])
         }
         E::FunctionCall(f, args) => E::FunctionCall(f, all(args)),
-        E::NamedNode(_) | E::Literal(_) | E::Variable(_) | E::Bound(_) | E::Exists(_) => e,
+        // The pattern of an EXISTS is guarded as any other: its BINDs and filters too.
+        E::Exists(p) => E::Exists(Box::new(super::guard::guard(*p))),
+        E::NamedNode(_) | E::Literal(_) | E::Variable(_) | E::Bound(_) => e,
         E::Or(a, b) => E::Or(boxed(a), boxed(b)),
         E::And(a, b) => E::And(boxed(a), boxed(b)),
         E::Equal(a, b) => E::Equal(boxed(a), boxed(b)),

@@ -22,6 +22,7 @@ use spargebra::algebra::{
     AggregateExpression, AggregateFunction, Expression, Function, GraphPattern, OrderExpression,
     PropertyPathExpression,
 };
+use spargebra::term::NamedNodePattern;
 use spargebra::Query;
 
 use crate::error::{Error, Result};
@@ -98,7 +99,15 @@ pub fn check_depth(query: &Query) -> Result<()> {
         patterns: std::cell::Cell::new(0),
         refusal: std::cell::RefCell::new(None),
     };
-    if walk.pattern(pattern, 0) {
+    // DESCRIBE is evaluated as the pattern once per described resource, joined by unions
+    // (`isolate`): it costs what those copies would.
+    let copies = match (query, pattern) {
+        (Query::Describe { .. }, GraphPattern::Project { variables, .. }) => variables.len(),
+        _ => 1,
+    };
+    let walked = walk.pattern(pattern, 0)
+        && walk.count(walk.patterns.get().saturating_mul(copies.saturating_sub(1)) + copies - 1);
+    if walked {
         Ok(())
     } else if let Some(reason) = walk.refusal.take() {
         Err(refused(reason))
@@ -114,6 +123,20 @@ pub fn check_depth(query: &Query) -> Result<()> {
     }
 }
 
+/// Why a predicate is refused: an engine's own (Virtuoso's `bif:contains` and the like, as
+/// a predicate, search every graph's text past the graph checks of the rewrite).
+fn extension(iri: &str) -> Option<String> {
+    const ENGINES: [&str; 4] = [
+        "bif:",
+        "sql:",
+        "virtrdf:",
+        "http://www.openlinksw.com/schemas/",
+    ];
+    ENGINES.iter().any(|e| iri.starts_with(e)).then(|| {
+        format!("the predicate <{iri}> is a SPARQL engine's extension; it is not available")
+    })
+}
+
 fn refused(reason: String) -> Error {
     Error::invalid_field("query", reason)
 }
@@ -123,18 +146,30 @@ fn refused(reason: String) -> Error {
 fn scan(text: &str) -> (usize, usize) {
     let bytes = text.as_bytes();
     let (mut depth, mut deepest, mut steps, mut i) = (0usize, 0usize, 0usize, 0usize);
+    let mut bracket = |b: u8, depth: &mut usize| match b {
+        b'(' | b'{' | b'[' => {
+            *depth += 1;
+            deepest = deepest.max(*depth);
+        }
+        b')' | b'}' | b']' => *depth = depth.saturating_sub(1),
+        _ => {}
+    };
     while i < bytes.len() {
         match bytes[i] {
-            b'(' | b'{' | b'[' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
             b'/' | b'|' => steps += 1,
             b'#' => i = skip_until(bytes, i, |b| b == b'\n'),
-            b'<' => i = iri_end(bytes, i),
+            // An escape in a prefixed name (`e:a\'`): the next byte is a name's, not a quote
+            // or a comment.
+            b'\\' => i += 1,
+            b'<' => {
+                // What looks like an IRI may be a comparison whose brackets the parser
+                // recurses on: they are counted either way (an IRI's cost one level at most).
+                let end = iri_end(bytes, i);
+                bytes[i..end].iter().for_each(|&b| bracket(b, &mut depth));
+                i = end;
+            }
             quote @ (b'"' | b'\'') => i = string_end(bytes, i, quote),
-            _ => {}
+            b => bracket(b, &mut depth),
         }
         i += 1;
     }
@@ -248,7 +283,13 @@ impl Depth {
             return false;
         }
         match p {
-            P::Bgp { patterns } => self.count(patterns.len()),
+            P::Bgp { patterns } => {
+                self.count(patterns.len())
+                    && patterns.iter().all(|t| match &t.predicate {
+                        NamedNodePattern::NamedNode(n) => self.multiplies(extension(n.as_str())),
+                        NamedNodePattern::Variable(_) => true,
+                    })
+            }
             P::Path { path, .. } => self.path(path, d),
             P::Join { left, right }
             | P::Lateral { left, right }
@@ -337,7 +378,8 @@ impl Depth {
         }
         let d = d + 1;
         match p {
-            PP::NamedNode(_) | PP::NegatedPropertySet(_) => true,
+            PP::NamedNode(n) => self.multiplies(extension(n.as_str())),
+            PP::NegatedPropertySet(_) => true,
             PP::Reverse(a) | PP::ZeroOrMore(a) | PP::OneOrMore(a) | PP::ZeroOrOne(a) => {
                 self.path(a, d)
             }
@@ -356,7 +398,8 @@ mod tests {
 
     #[test]
     fn the_text_scan_counts_brackets_and_steps_outside_strings_iris_and_comments() {
-        assert_eq!(scan("SELECT * { ?s <http://x/a/b/(c)> ?o }"), (1, 0));
+        // An IRI's brackets count: it might have been a comparison.
+        assert_eq!(scan("SELECT * { ?s <http://x/a/b/(c)> ?o }"), (2, 0));
         assert_eq!(
             scan("SELECT * { ?s ?p ?o FILTER(?o < 3 && ?o > (1)) }"),
             (3, 0)
@@ -365,6 +408,14 @@ mod tests {
         assert_eq!(scan(r#"SELECT * { ?s ?p "((\"/" . ?s ?p '{|}' }"#), (1, 0));
         assert_eq!(scan(r#"SELECT * { ?s ?p """a "(( "" b""" }"#), (1, 0));
         assert_eq!(scan(r#"SELECT * { ?s ?p "" . ?s ?p '''{'' ''' }"#), (1, 0));
+        // A comparison's `<` before a later `>` hides no bracket; nor does an escape.
+        let hidden = format!(
+            "SELECT * {{ FILTER(1<{}1{}>0) }}",
+            "(".repeat(300),
+            ")".repeat(300)
+        );
+        assert!(scan(&hidden).0 > MAX_NESTING);
+        assert_eq!(scan(r"SELECT * { FILTER(e:a\' + ((1))) }"), (4, 0));
         let deep = format!(
             "SELECT * {{ FILTER({}1{}) }}",
             "(".repeat(200),
@@ -439,5 +490,19 @@ mod tests {
             "y".repeat(65)
         );
         assert!(!ok(&long));
+    }
+
+    #[test]
+    fn describe_counts_its_copies_and_engine_predicates_are_refused() {
+        let ok = |q: &str| check_depth(&parsed(q)).is_ok();
+        let vars = |n: usize| (0..n).map(|i| format!("?v{i} ")).collect::<String>();
+        assert!(ok(&format!("DESCRIBE {} {{ ?v0 ?p ?o }}", vars(64))));
+        assert!(!ok(&format!("DESCRIBE {} {{ ?v0 ?p ?o }}", vars(65))));
+        assert!(!ok(&format!("DESCRIBE {} {{}}", vars(100_000))));
+        assert!(!ok("SELECT * { ?o <bif:contains> \"x\" }"));
+        assert!(!ok(
+            "SELECT * { ?s <http://www.openlinksw.com/schemas/bif#contains>/<urn:p> ?o }"
+        ));
+        assert!(ok("SELECT * { ?s <urn:p>/<urn:q> ?o }"));
     }
 }

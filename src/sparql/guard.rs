@@ -230,7 +230,7 @@ fn boxed(p: Box<GraphPattern>) -> Box<GraphPattern> {
     Box::new(guard(*p))
 }
 
-fn guard(pattern: GraphPattern) -> GraphPattern {
+pub(super) fn guard(pattern: GraphPattern) -> GraphPattern {
     use GraphPattern as G;
     match pattern {
         G::Join { left, right } => {

@@ -270,6 +270,23 @@ async fn queries_nested_deeper_than_a_stack_holds_are_refused_and_the_node_stays
             format!("SELECT * {{ {} }}", "?s ?p ?o ".repeat(200_000)),
             "bytes",
         ),
+        // Brackets behind a comparison's `<` that a later `>` made look like an IRI.
+        (
+            format!(
+                "SELECT * {{ FILTER(1<{}1{}>0) }}",
+                "(".repeat(30_000),
+                ")".repeat(30_000)
+            ),
+            "nests brackets",
+        ),
+        // Evaluated as its pattern once per described resource.
+        (
+            format!(
+                "DESCRIBE {} {{}}",
+                (0..100_000).map(|i| format!("?v{i} ")).collect::<String>()
+            ),
+            "triple patterns",
+        ),
     ] {
         let r = post_query(&node, &analyst, q.clone()).await;
         let body = assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
