@@ -282,7 +282,15 @@ pub(super) fn guard(pattern: GraphPattern) -> GraphPattern {
         } => G::Extend {
             inner: boxed(inner),
             variable,
-            expression: call(BOUNDED, vec![bounded(expression)]),
+            expression: {
+                let e = bounded(expression);
+                // A REPLACE or CONCAT is bound already: checked once.
+                if is_bounded(&e) {
+                    e
+                } else {
+                    call(BOUNDED, vec![e])
+                }
+            },
         },
         G::OrderBy { inner, expression } => G::OrderBy {
             inner: Box::new(alive(guard(*inner))),
@@ -330,6 +338,10 @@ pub(super) fn guard(pattern: GraphPattern) -> GraphPattern {
         },
         other @ (G::Path { .. } | G::Values { .. }) => other,
     }
+}
+
+fn is_bounded(e: &Expression) -> bool {
+    matches!(e, Expression::FunctionCall(Function::Custom(f), _) if f.as_str() == BOUNDED)
 }
 
 /// Do the two sides of a join share no variable (a cross product)?

@@ -304,18 +304,24 @@ async fn contexts_are_never_fetched_and_never_redefined() {
 }
 
 #[tokio::test]
-async fn graph_and_id_tricks_are_refused() {
+async fn graph_tricks_are_refused_and_an_id_on_the_object_names_nothing() {
     let node = TestNode::start().await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
+    // An id on the object names nothing the node stores: the node names the consignment
+    // (`realworld::an_id_sent_on_the_object_is_kept_as_sent_and_the_node_names_the_consignment`).
+    for (n, key) in ["@id", "id"].into_iter().enumerate() {
+        let mut v = as_org(example("create-consignment"), trader.org());
+        v["object"][key] = json!("urn:dataspace-node:consignment:0123");
+        v["object"]["globalId"] = json!(format!("urn:uuid:00000000-0000-4000-9000-00000000012{n}"));
+        v["object"]["identifier"] = json!(format!("TRICK-{n}"));
+        let entry = trader.publish(&node, &v).await;
+        assert_completed(&entry);
+        assert!(
+            entry.to_string().contains("names this resource itself"),
+            "{entry}"
+        );
+    }
     let tricks = [
-        (
-            "object",
-            json!({"@id": "urn:dataspace-node:consignment:0123"}),
-        ),
-        (
-            "object",
-            json!({"id": "urn:dataspace-node:consignment:0123"}),
-        ),
         ("object", json!({"@graph": [{"@id": "urn:x"}]})),
         ("object", json!({"@reverse": {"globalId": "x"}})),
         ("object", json!({"@included": [{"@id": "urn:x"}]})),
