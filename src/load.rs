@@ -280,8 +280,13 @@ fn read_line(
             Some(i) => (i + 1, true),
             None => (buf.len(), false),
         };
-        // The newline ending a line is not part of its body.
-        let body_bytes = if done { n - 1 } else { n };
+        // The newline (or CRLF) ending a line is not part of its body.
+        let ending = match (done, n >= 2 && buf[n - 2] == b'\r') {
+            (true, true) => 2,
+            (true, false) => 1,
+            _ => 0,
+        };
+        let body_bytes = n - ending;
         if !too_long && body.len() + body_bytes > limit {
             too_long = true;
             *body = Vec::new();

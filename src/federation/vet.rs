@@ -52,7 +52,36 @@ fn part_of(part: &mut Value, remote: &RemoteDataset, node: &str) -> bool {
         return false;
     }
     map.insert("contributor".into(), Value::String(contributor));
-    true
+    // A link may lead anywhere a document may be (an external reference is its URL), but
+    // only over HTTP: a `javascript:` or `data:` link would run or show in the reader's hands.
+    match map.get("partner") {
+        None | Some(Value::Null) => true,
+        Some(partner) => links(partner).all(web_link),
+    }
+}
+
+/// Every link a partner's rendering of a document holds: its record's and attachment's
+/// `href`, and those of the attachment's history.
+fn links(partner: &Value) -> impl Iterator<Item = &Value> {
+    let history = partner["attachment"]["history"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| &h["href"]);
+    [&partner["record"]["href"], &partner["attachment"]["href"]]
+        .into_iter()
+        .chain(history)
+}
+
+/// Absent, or an `http`/`https` URL.
+fn web_link(href: &Value) -> bool {
+    match href {
+        Value::Null => true,
+        Value::String(s) => {
+            url::Url::parse(s).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +123,7 @@ mod tests {
                 document(PROVIDER, on_node),
                 // An external reference: its link is the URL it names.
                 document(PROVIDER, "https://docs.example/invoice.pdf"),
+                document(PROVIDER, "javascript:alert(1)"),
                 document(local_agency, on_node),
             ],
         });

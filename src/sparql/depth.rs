@@ -10,7 +10,8 @@
 //! holds its place among the organisation's and the node's running queries.
 //!
 //! So a query is checked in three steps, each keeping the next within bounds: its text (size,
-//! bracket nesting and path steps, which the parser recurses on) before parsing; its algebra
+//! the count of everything the parser can recurse on, bracket nesting and path steps) before
+//! parsing; its algebra
 //! right after, by a walk that stops at the first limit passed — at most [`MAX_DEPTH`] levels,
 //! at most [`MAX_PATTERNS`] triple patterns, paths, joins, `OPTIONAL`s, `UNION`s and `MINUS`es
 //! (weighed by what they cost the planner);
@@ -47,7 +48,12 @@ pub const MAX_REPLACEMENT: usize = 64;
 pub const MAX_CONCAT: usize = 16;
 /// The stack of the thread a query is parsed and evaluated on. Only the pages a query touches
 /// are ever backed by memory.
-pub const STACK: usize = 64 << 20;
+pub const STACK: usize = 256 << 20;
+/// Everything the parser may recurse on, counted in the raw text with nothing skipped — `(`,
+/// `[`, `{`, `!` and `<<` — whatever the lexical scan made of it: even if all of them nested
+/// (~2.5 KB of stack each), they fit [`STACK`]. The scan's guesses (what is an IRI, a string,
+/// a comment) can be wrong; this bound does not guess.
+pub const MAX_OPENERS: usize = 50_000;
 
 /// Runs `f` (a query's parse, rewrite, evaluation, serialisation) on a thread of its own with
 /// [`STACK`] bytes of stack. A thread per query, not the blocking pool: the pool's threads
@@ -70,6 +76,12 @@ pub fn check_text(text: &str) -> Result<()> {
         return Err(refused(format!(
             "the query is {} bytes; at most {MAX_QUERY_BYTES} are accepted",
             text.len()
+        )));
+    }
+    let openers = text.matches(['(', '[', '{', '!']).count() + text.matches("<<").count();
+    if openers > MAX_OPENERS {
+        return Err(refused(format!(
+            "the query has {openers} brackets and negations; at most {MAX_OPENERS} are accepted"
         )));
     }
     let (nesting, steps) = scan(text);
@@ -104,7 +116,8 @@ pub fn check_depth(query: &Query) -> Result<()> {
     let copies = match (query, pattern) {
         (Query::Describe { .. }, GraphPattern::Project { variables, .. }) => variables.len(),
         _ => 1,
-    };
+    }
+    .max(1);
     let walked = walk.pattern(pattern, 0)
         && walk.count(walk.patterns.get().saturating_mul(copies.saturating_sub(1)) + copies - 1);
     if walked {
@@ -157,15 +170,18 @@ fn scan(text: &str) -> (usize, usize) {
     while i < bytes.len() {
         match bytes[i] {
             b'/' | b'|' => steps += 1,
-            b'#' => i = skip_until(bytes, i, |b| b == b'\n'),
+            b'#' => i = skip_until(bytes, i, |b| b == b'\n' || b == b'\r'),
             // An escape in a prefixed name (`e:a\'`): the next byte is a name's, not a quote
             // or a comment.
             b'\\' => i += 1,
             b'<' => {
                 // What looks like an IRI may be a comparison whose brackets the parser
-                // recurses on: they are counted either way (an IRI's cost one level at most).
+                // recurses on: its openings are counted either way (an IRI's cost one level at
+                // most), and only its net openings stay — a `)` in a real IRI closes nothing.
                 let end = iri_end(bytes, i);
-                bytes[i..end].iter().for_each(|&b| bracket(b, &mut depth));
+                let mut inside = depth;
+                bytes[i..end].iter().for_each(|&b| bracket(b, &mut inside));
+                depth = depth.max(inside);
                 i = end;
             }
             quote @ (b'"' | b'\'') => i = string_end(bytes, i, quote),
@@ -416,6 +432,22 @@ mod tests {
         );
         assert!(scan(&hidden).0 > MAX_NESTING);
         assert_eq!(scan(r"SELECT * { FILTER(e:a\' + ((1))) }"), (4, 0));
+        // A `)` inside what looks like an IRI does not close the brackets before it.
+        let iri = format!(
+            "SELECT * {{ FILTER({}<x:{}>(1)) }}",
+            "(".repeat(200),
+            ")".repeat(201)
+        );
+        assert!(check_text(&iri).is_err());
+        // Whatever the scan misreads, every opener counts.
+        let hidden = format!(
+            "SELECT * {{ FILTER(?a<'>' && {}1{}) }}",
+            "(".repeat(60_000),
+            ")".repeat(60_000)
+        );
+        let refused = check_text(&hidden).unwrap_err().to_string();
+        assert!(refused.contains("brackets and negations"), "{refused}");
+        assert!(check_text(&format!("SELECT * {{ FILTER({}1) }}", "!".repeat(60_000))).is_err());
         let deep = format!(
             "SELECT * {{ FILTER({}1{}) }}",
             "(".repeat(200),
@@ -499,6 +531,8 @@ mod tests {
         assert!(ok(&format!("DESCRIBE {} {{ ?v0 ?p ?o }}", vars(64))));
         assert!(!ok(&format!("DESCRIBE {} {{ ?v0 ?p ?o }}", vars(65))));
         assert!(!ok(&format!("DESCRIBE {} {{}}", vars(100_000))));
+        assert!(ok("DESCRIBE * {}"));
+        assert!(ok("DESCRIBE <urn:a> { <urn:a> <urn:b> <urn:c> }"));
         assert!(!ok("SELECT * { ?o <bif:contains> \"x\" }"));
         assert!(!ok(
             "SELECT * { ?s <http://www.openlinksw.com/schemas/bif#contains>/<urn:p> ?o }"
