@@ -539,4 +539,31 @@ mod tests {
         ));
         assert!(ok("SELECT * { ?s <urn:p>/<urn:q> ?o }"));
     }
+
+    #[test]
+    fn the_stack_holds_the_deepest_query_the_text_check_lets_through() {
+        // The scan misreads `<'>` (an IRI, then a string to the end): only the raw count of
+        // openers bounds what follows. At that count, parsing and refusing it must fit.
+        let n = MAX_OPENERS - 10;
+        let texts = [
+            format!(
+                "SELECT * {{ FILTER(?a<'>' && {}1{}) }}",
+                "(".repeat(n),
+                ")".repeat(n)
+            ),
+            format!("SELECT * {{ FILTER(?a<'>' && {}1) }}", "!".repeat(n)),
+        ];
+        for text in texts {
+            assert!(check_text(&text).is_ok());
+            // Returning at all is the point (a thread out of stack aborts the process);
+            // the parentheses parse, the negations are refused by the algebra's depth.
+            std::thread::Builder::new()
+                .stack_size(STACK)
+                .spawn(move || crate::sparql::Sparql::parse(&text).map(|_| ()))
+                .unwrap()
+                .join()
+                .unwrap()
+                .ok();
+        }
+    }
 }
