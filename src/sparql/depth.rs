@@ -113,8 +113,8 @@ pub fn check_depth(query: &Query) -> Result<()> {
     };
     // DESCRIBE is evaluated as the pattern once per described resource, joined by unions
     // (`isolate`): it costs what those copies would.
-    let copies = match (query, pattern) {
-        (Query::Describe { .. }, GraphPattern::Project { variables, .. }) => variables.len(),
+    let copies = match query {
+        Query::Describe { .. } => super::isolate::described(pattern).len(),
         _ => 1,
     }
     .max(1);
@@ -532,6 +532,10 @@ mod tests {
         assert!(!ok(&format!("DESCRIBE {} {{ ?v0 ?p ?o }}", vars(65))));
         assert!(!ok(&format!("DESCRIBE {} {{}}", vars(100_000))));
         assert!(ok("DESCRIBE * {}"));
+        assert!(!ok(&format!(
+            "DESCRIBE {} {{ ?v0 ?p ?o }} LIMIT 1",
+            vars(65)
+        )));
         assert!(ok("DESCRIBE <urn:a> { <urn:a> <urn:b> <urn:c> }"));
         assert!(!ok("SELECT * { ?o <bif:contains> \"x\" }"));
         assert!(!ok(

@@ -172,6 +172,13 @@ async fn own_graphs_only(engine: Engine) {
     )
     .await;
     assert!(r.text().await.unwrap().contains("FWD-2026-000417"));
+    // Described by a variable, under LIMIT (which once left nothing to describe).
+    let q = format!(
+        "{PREFIXES}DESCRIBE ?c WHERE {{ ?c unece:identifier \"FWD-2026-000417\" }} LIMIT 1"
+    );
+    let r = query(&s.node, &s.trader, &q, &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.text().await.unwrap().contains("globalId"));
 }
 
 #[tokio::test]

@@ -296,10 +296,7 @@ impl Rewriter<'_> {
         let resource = self.var();
         let p = self.var();
         let o = self.var();
-        let described = match &pattern {
-            GraphPattern::Project { variables, .. } => variables.clone(),
-            _ => Vec::new(),
-        };
+        let described = described(&pattern).to_vec();
         let inner = self.pattern(pattern, false)?;
         // The description is joined with each described resource: not a root pattern.
         self.root = false;
@@ -380,5 +377,18 @@ impl Rewriter<'_> {
         let out = self.boxed(p, in_graph);
         self.root = was;
         out
+    }
+}
+
+/// The variables a DESCRIBE describes: those its pattern projects, below the modifiers a
+/// `LIMIT`, `OFFSET`, `ORDER BY` or `DISTINCT` put over the projection.
+pub fn described(pattern: &GraphPattern) -> &[Variable] {
+    match pattern {
+        GraphPattern::Project { variables, .. } => variables,
+        GraphPattern::Slice { inner, .. }
+        | GraphPattern::Distinct { inner }
+        | GraphPattern::Reduced { inner }
+        | GraphPattern::OrderBy { inner, .. } => described(inner),
+        _ => &[],
     }
 }
