@@ -16,7 +16,7 @@ use crate::consignment::Scope;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::replica::{Failure, Outcome, Replica};
-use crate::sparql::{depth, Answer, Form, Protocol, Sparql};
+use crate::sparql::{threads, Answer, Form, Protocol, Sparql};
 
 /// SELECT / ASK results; the first is the default.
 const RESULTS: &[(&str, Form)] = &[
@@ -128,10 +128,10 @@ async fn answer(
     // took 1.5 GB), so that the limits count it too.
     let permit = node.sparql.admit(&caller.organization)?;
     // Parsing and everything after it recurse with the query's nesting: on a thread with
-    // the stack for it (`sparql::depth`).
+    // the stack for it (`sparql::threads`).
     // The permit goes with the work and comes back: a client gone before the answer (its
     // future dropped) leaves the thread running, still counted.
-    let (parsed, mut permit) = depth::run(move || (Sparql::parse(&query), permit)).await?;
+    let (parsed, mut permit) = threads::run(move || (Sparql::parse(&query), permit)).await?;
     let mut parsed = parsed?;
     let offers = match parsed.form {
         Form::Results => RESULTS,
@@ -143,7 +143,7 @@ async fn answer(
         Some(replica) => {
             let (text, back) = {
                 let (node, caller) = (node.clone(), caller.clone());
-                depth::run(move || {
+                threads::run(move || {
                     let text = node.sparql.portable(&caller, scope, &parsed, &protocol);
                     (text, (parsed, protocol, permit))
                 })
@@ -208,7 +208,7 @@ async fn on_store(
     // Evaluation and serialisation are store reads and CPU work.
     let worker = node.clone();
     let runtime = tokio::runtime::Handle::current();
-    let work = depth::run(move || {
+    let work = threads::run(move || {
         let _permit = permit;
         let started = std::time::Instant::now();
         let answer = worker

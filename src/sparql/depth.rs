@@ -16,7 +16,7 @@
 //! at most [`MAX_PATTERNS`] triple patterns, paths, joins, `OPTIONAL`s, `UNION`s and `MINUS`es
 //! (weighed by what they cost the planner);
 //! and everything from the parse to the last drop runs on a thread of [`STACK`] bytes
-//! ([`run`]), so that the levels allowed fit many times over (~5 KB per level measured for the
+//! ([`super::threads`]), so that the levels allowed fit many times over (~5 KB per level measured for the
 //! evaluation of a join chain, ~2.5 KB per nested parenthesis for the parser).
 
 use spargebra::algebra::{
@@ -46,29 +46,14 @@ pub const MAX_PATTERNS: usize = 128;
 pub const MAX_REPLACEMENT: usize = 64;
 /// Arguments of one `CONCAT`.
 pub const MAX_CONCAT: usize = 16;
-/// The stack of the thread a query is parsed and evaluated on. Only the pages a query touches
-/// are ever backed by memory.
+/// The stack of the threads a query is parsed and evaluated on ([`super::threads`]). Only the
+/// pages a query touched are backed by memory, until the thread ends.
 pub const STACK: usize = 256 << 20;
 /// Everything the parser may recurse on, counted in the raw text with nothing skipped — `(`,
 /// `[`, `{`, `!` and `<<` — whatever the lexical scan made of it: even if all of them nested
 /// (~2.5 KB of stack each), they fit [`STACK`]. The scan's guesses (what is an IRI, a string,
 /// a comment) can be wrong; this bound does not guess.
 pub const MAX_OPENERS: usize = 50_000;
-
-/// Runs `f` (a query's parse, rewrite, evaluation, serialisation) on a thread of its own with
-/// [`STACK`] bytes of stack. A thread per query, not the blocking pool: the pool's threads
-/// have the runtime's stack size, which neither the node nor its tests choose per task.
-pub async fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("sparql".into())
-        .stack_size(STACK)
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .map_err(Error::internal)?;
-    rx.await.map_err(Error::internal)
-}
 
 /// Refuses a text the parser could recurse too deeply on, or that is too long.
 pub fn check_text(text: &str) -> Result<()> {

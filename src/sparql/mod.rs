@@ -15,6 +15,7 @@ pub mod depth;
 pub mod guard;
 pub mod isolate;
 mod portable;
+pub mod threads;
 
 use std::collections::HashSet;
 use std::sync::Arc;
