@@ -90,12 +90,7 @@ impl Views {
                 .iter()
                 .any(|r| r.dataset == visible.graph.as_str());
         if !publishers {
-            visible.updated = parts
-                .system
-                .iter()
-                .map(|p| p.at.clone())
-                .max_by_key(|at| instant(at))
-                .unwrap_or_else(|| visible.created.clone());
+            visible.updated = last_revision(&parts).unwrap_or_else(|| visible.created.clone());
         }
         Ok(Read { visible, parts })
     }
@@ -312,4 +307,11 @@ fn event_view(part: &Part) -> Value {
         v.insert("contributor".into(), json!(c));
     }
     Value::Object(v)
+}
+
+/// When the last revision among `parts` was made, as the store gives times back (as the
+/// history's entries and the other reads show them).
+fn last_revision(parts: &Parts) -> Option<String> {
+    let last = parts.system.iter().max_by_key(|p| instant(&p.at))?;
+    Some(last.at.clone())
 }
