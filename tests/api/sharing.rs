@@ -944,15 +944,7 @@ async fn notifications_page_newest_first() {
 #[tokio::test]
 async fn a_contributor_whose_grant_was_revoked_does_not_see_when_the_publisher_changes() {
     let node = TestNode::start().await;
-    let operator = Operator::new(&node).await;
-    let trader = Session::new(&node, "trader@forwarder.example").await;
-    let agency = Session::new(&node, "officer@kra.example").await;
-    let policy = operator
-        .policy(
-            &node,
-            rule(&node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
+    let (operator, trader, agency, policy) = kenya_circle_with_policy(&node).await;
     trader.publish_example(&node, "create-consignment").await;
     agency.publish_example(&node, "add-event").await;
     let own = view(&node, &agency, "own").await;

@@ -79,14 +79,20 @@ pub fn rule(node: &TestNode, assignee: &str, operand: &str, operator: &str, righ
 /// The operator, a trader and the Kenyan border agency, with the operator's rule sharing every
 /// consignment that enters Kenya with the agency.
 pub async fn kenya_circle(node: &TestNode) -> (Operator, Session, Session) {
+    let (operator, trader, agency, _) = kenya_circle_with_policy(node).await;
+    (operator, trader, agency)
+}
+
+/// [`kenya_circle`], and the stored rule (to delete it).
+pub async fn kenya_circle_with_policy(node: &TestNode) -> (Operator, Session, Session, Value) {
     let operator = Operator::new(node).await;
     let trader = Session::new(node, "trader@forwarder.example").await;
     let agency = Session::new(node, "officer@kra.example").await;
-    operator
+    let policy = operator
         .policy(
             node,
             rule(node, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
         )
         .await;
-    (operator, trader, agency)
+    (operator, trader, agency, policy)
 }
