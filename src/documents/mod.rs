@@ -54,6 +54,9 @@ pub enum Content {
         media_type: Option<String>,
         extension: Option<String>,
     },
+    /// No `uRIId`: the spec's Document table requires none of its fields, so a document may
+    /// be its type code and id alone (a certificate's number, say, without the file).
+    Absent,
 }
 
 impl Content {
@@ -62,6 +65,7 @@ impl Content {
         match self {
             Content::Stored { blob, .. } => blob.storage_id(),
             Content::External { url, .. } => url.clone(),
+            Content::Absent => String::new(),
         }
     }
 
@@ -144,8 +148,12 @@ impl Documents {
 
     /// Takes the content `uri` names: decodes a `data:` URL or fetches an allowed URL into
     /// the blob store (durably, before any record names it); any other URL becomes an
-    /// external reference. `Err` is the task error's message. Runs on a blocking thread.
-    pub async fn acquire(&self, uri: &str) -> std::result::Result<Content, String> {
+    /// external reference; no `uri` is no content. `Err` is the task error's message. Runs on a
+    /// blocking thread.
+    pub async fn acquire(&self, uri: Option<&str>) -> std::result::Result<Content, String> {
+        let Some(uri) = uri else {
+            return Ok(Content::Absent);
+        };
         if uri
             .get(..5)
             .is_some_and(|s| s.eq_ignore_ascii_case("data:"))

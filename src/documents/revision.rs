@@ -144,6 +144,7 @@ pub fn facts(
             revision.file_extension = extension.clone();
             out.add(new.node, dsn("externalHref"), literal(url));
         }
+        Content::Absent => {}
     }
     described(new, &revision, &mut out);
     out.0

@@ -210,7 +210,7 @@ impl Intake {
         if !self.owns(caller, target)? && self.shared_matches(caller, target)? == 0 {
             return Ok(None);
         }
-        let uri = ports::string_value(object.get("uRIId")).unwrap_or_default();
+        let uri = ports::string_value(object.get("uRIId"));
         // Intake runs on a blocking thread (see the inbox handler), which may wait on a future.
         let handle = tokio::runtime::Handle::current();
         Ok(Some(handle.block_on(self.documents.acquire(uri))))

@@ -272,7 +272,12 @@ impl Views {
                     e.external_href.as_deref(),
                     usage,
                 );
-                json!({"id": e.id, "documentRevision": e.document_revision, "href": href})
+                let mut earlier = json!({"id": e.id, "documentRevision": e.document_revision});
+                // A revision without content (no `uRIId`) has nothing to link to.
+                if let Some(href) = href {
+                    earlier["href"] = json!(href);
+                }
+                earlier
             })
             .collect();
         let mut v = json!({

@@ -684,3 +684,119 @@ async fn content(node: &TestNode, doc: &Value) -> Vec<u8> {
     let href = doc["href"].as_str().unwrap();
     download(node, href).await.bytes().await.unwrap().to_vec()
 }
+
+/// The spec's Document table requires none of its fields: a document without `uRIId` is its
+/// metadata (no content, link, integrity or attestation), one without `identifier` is read by
+/// the id the node gives it, and content sent later under the same identifier is a revision.
+#[tokio::test]
+async fn documents_without_content_or_identifier_are_kept_and_read() {
+    let node = TestNode::start().await;
+    let (_operator, trader, agency, _) = kenya_circle_with_policy(&node).await;
+    trader.publish_example(&node, "create-consignment").await;
+    let mut certificate = add_document(trader.org(), "", "COO-7");
+    let object = certificate["object"].as_object_mut().unwrap();
+    object.remove("uRIId");
+    object.insert(
+        "documentTypeCode".into(),
+        json!("unece:DocumentCodeList#861"),
+    );
+    assert_completed(&trader.publish(&node, &certificate).await);
+    let doc = document(&node, &trader, "COO-7").await;
+    assert_eq!(doc["documentId"], "COO-7");
+    assert_eq!(doc["documentCode"], "861");
+    assert_eq!(doc["documentRevision"], 0);
+    assert_eq!(doc["metadata"], json!({}));
+    for absent in ["href", "integrity", "attestationId"] {
+        assert!(doc.get(absent).is_none(), "{absent}: {doc:#}");
+    }
+
+    // Sent again (another activity, the target named by identifier): nothing new.
+    let mut again = certificate.clone();
+    again["target"]["globalId"] = json!(IDENTIFIER);
+    let entry = trader.publish(&node, &again).await;
+    assert_completed(&entry);
+    assert_eq!(entry["tasks"][0]["result"], 0);
+
+    // The file arrives later under the same identifier: revision 1, attested; the history's
+    // revision 0 has no link.
+    let mut with_file = certificate.clone();
+    with_file["object"]["uRIId"] = json!(data_url("application/pdf", PDF));
+    assert_completed(&trader.publish(&node, &with_file).await);
+    let rev1 = document(&node, &trader, "COO-7").await;
+    assert_eq!(rev1["documentRevision"], 1);
+    assert_eq!(rev1["integrity"], integrity(PDF).as_str());
+    assert!(rev1["attestationId"].is_string());
+    assert_eq!(
+        rev1["history"],
+        json!([{"id": doc["id"], "documentRevision": 0}])
+    );
+
+    // Without an identifier, twice: two documents, each read by the id the node gave it.
+    let mut anonymous = certificate.clone();
+    anonymous["object"]
+        .as_object_mut()
+        .unwrap()
+        .remove("identifier");
+    assert_completed(&trader.publish(&node, &anonymous).await);
+    let mut anonymous_file = anonymous.clone();
+    anonymous_file["object"]["uRIId"] = json!(data_url("text/plain", b"second"));
+    assert_completed(&trader.publish(&node, &anonymous_file).await);
+    let listed = ok_json(
+        trader
+            .get(&node, &format!("{LIST}/{IDENTIFIER}/documents"))
+            .await,
+    )
+    .await;
+    let entities = listed["entities"].as_array().unwrap();
+    assert_eq!(entities.len(), 3, "{listed:#}");
+    let minted: Vec<&Value> = entities
+        .iter()
+        .filter(|d| d["documentId"] != "COO-7")
+        .collect();
+    assert_eq!(minted.len(), 2);
+    assert_ne!(minted[0]["documentId"], minted[1]["documentId"]);
+    for d in &minted {
+        let id = d["documentId"].as_str().unwrap();
+        assert!(
+            d["id"].as_str().unwrap().ends_with(id),
+            "the id the node gave its node: {d:#}"
+        );
+        // By the publisher and by the agency the consignment is shared with.
+        for who in [&trader, &agency] {
+            let found = ok_json(
+                who.get(&node, &format!("/supply-chain/data-space/documents/{id}"))
+                    .await,
+            )
+            .await;
+            assert_eq!(found["documentId"], id);
+            assert_eq!(found["id"], d["id"]);
+            assert_eq!(found.get("href").is_some(), d.get("integrity").is_some());
+        }
+    }
+    // A document sent with an identifier is not found by its node's id.
+    let named = entities
+        .iter()
+        .find(|d| d["documentId"] == "COO-7")
+        .unwrap();
+    let hex = named["id"].as_str().unwrap().rsplit(':').next().unwrap();
+    assert_eq!(hex.len(), 32, "{named:#}");
+    for who in [&trader, &agency] {
+        let r = who
+            .get(&node, &format!("/supply-chain/data-space/documents/{hex}"))
+            .await;
+        assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    }
+    let with_content = minted.iter().find(|d| d.get("href").is_some()).unwrap();
+    let r = download(&node, with_content["href"].as_str().unwrap()).await;
+    assert_eq!(&r.bytes().await.unwrap()[..], b"second");
+
+    // The view's records: no link for the document without content.
+    let view = ok_json(trader.get(&node, &format!("{LIST}/{IDENTIFIER}")).await).await;
+    let records = view["documents"].as_array().unwrap();
+    assert_eq!(records.len(), 3);
+    assert_eq!(
+        records.iter().filter(|r| r.get("href").is_none()).count(),
+        1,
+        "{records:#?}"
+    );
+}

@@ -384,7 +384,6 @@ async fn every_required_field_missing_in_turn_fails_the_task() {
     let trader = Session::new(&node, "trader@forwarder.example").await;
     let create = as_org(example("create-consignment"), trader.org());
     let event = as_org(example("add-event"), trader.org());
-    let document = as_org(example("add-document"), trader.org());
     let cases: Vec<(Value, &str, &str)> = vec![
         (create.clone(), "/object/identifier", "object.identifier"),
         (create.clone(), "/object/globalId", "object.globalId"),
@@ -394,8 +393,6 @@ async fn every_required_field_missing_in_turn_fails_the_task() {
             "/object/occurrenceDateTime",
             "object.occurrenceDateTime",
         ),
-        (document.clone(), "/object/uRIId", "object.uRIId"),
-        (document.clone(), "/object/identifier", "object.identifier"),
         (event.clone(), "/target/globalId", "target.globalId"),
         (
             create.clone(),

@@ -94,7 +94,18 @@ fn broken(org: &str) -> Vec<(&'static str, Value)> {
         Some(json!("yesterday")),
     );
     set("event-target", &event, "/target/globalId", None);
-    set("document-uri", &document, "/object/uRIId", None);
+    set(
+        "document-uri",
+        &document,
+        "/object/uRIId",
+        Some(json!("file:///etc/passwd")),
+    );
+    set(
+        "document-empty-id",
+        &document,
+        "/object/identifier",
+        Some(json!("")),
+    );
     set(
         "document-code",
         &document,

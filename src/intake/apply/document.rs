@@ -37,8 +37,8 @@ impl<'a> Apply<'a> {
             ))));
         };
         let object = self.activity.object();
-        let document_id = string_value(object.get("identifier")).unwrap_or_default();
-        let previous = revision::current(self.queries, tx, graph, &record.node(), document_id)?;
+        let previous =
+            revision::current(self.queries, tx, graph, &record.node(), self.document_id())?;
         if let Some((_, prev)) = &previous {
             let type_code = string_value(object.get("documentTypeCode")).unwrap_or_default();
             if prev.is_same(content, type_code) {
@@ -46,6 +46,12 @@ impl<'a> Apply<'a> {
             }
         }
         Ok(Ok(Some(Revising { content, previous })))
+    }
+
+    /// The document's id: its `identifier`, else the id the node gave its node — the spec's
+    /// Document table requires neither, and every document needs an id to be read by.
+    fn document_id(&self) -> &str {
+        string_value(self.activity.object().get("identifier")).unwrap_or(self.object_id)
     }
 
     /// Writes the revision's facts on the document's node.
@@ -60,7 +66,7 @@ impl<'a> Apply<'a> {
     ) {
         let new = revision::New {
             node,
-            document_id: string_value(object.get("identifier")).unwrap_or_default(),
+            document_id: self.document_id(),
             document_type_code: string_value(object.get("documentTypeCode")).unwrap_or_default(),
             organization: self.org(),
             user: &self.caller.user,
