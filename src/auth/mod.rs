@@ -135,7 +135,13 @@ impl Auth {
         let holder = self.key_holder(key)?;
         let email = normalise_email(email)?;
         let client = client.to_string();
-        self.count_attempt(&email, &client)?;
+        // Counted per key holder and email: another organisation's key can never log this
+        // user in, and its attempts must not use up the ones the user's own key has.
+        let attempts = match &holder {
+            KeyHolder::Operator => format!("operator {email}"),
+            KeyHolder::Organization(org) => format!("{org} {email}"),
+        };
+        self.count_attempt(&attempts, &client)?;
 
         let accounts = self.accounts.clone();
         let lookup = email.clone();
@@ -154,7 +160,7 @@ impl Auth {
         let Some(user) = user.filter(|_| password_ok) else {
             return Err(Error::Unauthorized(BAD_LOGIN.into()));
         };
-        self.by_email.forget(&email);
+        self.by_email.forget(&attempts);
         self.by_client.release(&client);
         Ok(LoggedIn {
             session: self.sessions.issue(&user.identity, &user.organization)?,
@@ -162,14 +168,14 @@ impl Auth {
         })
     }
 
-    /// Counts a login attempt for the email and the client address before its password is
-    /// checked (see `throttle`), or refuses it with 429.
-    fn count_attempt(&self, email: &str, client: &str) -> Result<()> {
+    /// Counts a login attempt for the email (per key holder) and the client address before
+    /// its password is checked (see `throttle`), or refuses it with 429.
+    fn count_attempt(&self, attempts: &str, client: &str) -> Result<()> {
         let too_many = |retry_after_secs| Error::TooManyRequests { retry_after_secs };
-        self.by_email.reserve(email).map_err(too_many)?;
+        self.by_email.reserve(attempts).map_err(too_many)?;
         if let Err(wait) = self.by_client.reserve(client) {
             // Refused before any password check: it must not use up the email's attempts.
-            self.by_email.release(email);
+            self.by_email.release(attempts);
             return Err(too_many(wait));
         }
         Ok(())

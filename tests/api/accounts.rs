@@ -444,3 +444,31 @@ async fn successful_logins_do_not_use_up_the_attempts() {
     let r = node.post_json(LOGIN, Some(&a.api_key), &bad).await;
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// Another organisation's key can never log a user in; its failed attempts on the user's email
+/// must not lock the user out of the own organisation's key.
+#[tokio::test]
+async fn another_organisations_failures_do_not_lock_a_user_out() {
+    let node = TestNode::start_with(|c| c.login_max_failures = 3).await;
+    let x = node
+        .create_account(OPERATOR_KEY, "x@one.example", None)
+        .await;
+    let y = node
+        .create_account(OPERATOR_KEY, "y@two.example", None)
+        .await;
+    let bad = json!({"email": x.email, "password": "wrong password"});
+    for _ in 0..3 {
+        let r = node.post_json(LOGIN, Some(&y.api_key), &bad).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = node.post_json(LOGIN, Some(&y.api_key), &bad).await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    node.login(&x.api_key, &x.email, &x.password).await;
+    // Its own key's failures still count for it.
+    for _ in 0..3 {
+        let r = node.post_json(LOGIN, Some(&x.api_key), &bad).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = node.post_json(LOGIN, Some(&x.api_key), &bad).await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+}
