@@ -93,6 +93,9 @@ struct Feed {
     wake: watch::Receiver<u64>,
     closing: watch::Receiver<bool>,
     pending: VecDeque<(u64, Value)>,
+    /// When the caller's session expires: a stream carries nothing past it (the caller's
+    /// other reads are 401 by then).
+    expires: tokio::time::Instant,
 }
 
 /// `GET /notifications/stream`: new notifications as they are committed. A client that
@@ -115,7 +118,15 @@ pub async fn stream(
             })?,
         None => node.sharing.notifications.latest(),
     };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    // The token is taken through the whole second of its `exp` (`expiry_ms`), as every other
+    // read takes it, and no longer.
+    let until_ms = (caller.expiry_ms.max(0) as u64).saturating_add(1000);
+    let left = std::time::Duration::from_millis(until_ms.saturating_sub(now_ms));
     let feed = Feed {
+        expires: tokio::time::Instant::now() + left,
         closing: node.closing.subscribe(),
         org: caller.organization,
         node,
@@ -129,6 +140,9 @@ pub async fn stream(
 
 async fn next_event(mut feed: Feed) -> Option<(std::result::Result<Event, Infallible>, Feed)> {
     loop {
+        if tokio::time::Instant::now() >= feed.expires {
+            return None;
+        }
         if let Some((seq, json)) = feed.pending.pop_front() {
             let event = Event::default().id(seq.to_string()).data(json.to_string());
             return Some((Ok(event), feed));
@@ -153,6 +167,7 @@ async fn next_event(mut feed: Feed) -> Option<(std::result::Result<Event, Infall
         tokio::select! {
             changed = feed.wake.changed() => if changed.is_err() { return None },
             _ = feed.closing.changed() => return None,
+            _ = tokio::time::sleep_until(feed.expires) => return None,
         }
     }
 }

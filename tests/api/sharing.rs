@@ -975,3 +975,17 @@ async fn view(node: &TestNode, who: &Session, scope: &str) -> Value {
 fn instant(v: &Value) -> chrono::DateTime<chrono::FixedOffset> {
     chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap()
 }
+
+/// A stream carries nothing past its session's expiry: it ends when the caller's other reads
+/// turn 401 (the sessions tests check those).
+#[tokio::test]
+async fn the_stream_ends_when_its_session_expires() {
+    let node = TestNode::start_with(|c| c.session_lifetime_secs = 6).await;
+    let agency = Session::new(&node, "officer@kra.example").await;
+    let mut stream = open_stream(&node, &agency, None).await;
+    let ended = tokio::time::timeout(Duration::from_secs(120), async {
+        while stream.chunk().await.unwrap().is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived its session");
+}
