@@ -6,11 +6,14 @@
 //!  "to": ["<receiving organisation DID>"], "published": "<date-time>",
 //!  "object": {"type": "Dataset", "id": "<datasetId>",
 //!             "consignment": {"globalId", "identifier", "aigId"},
-//!             "created": "<date-time>", "policy": "<uid>", "summary": {…}}}
+//!             "created": "<date-time>", "policy": "<uid>"}}
 //! ```
 //!
 //! `Announce`: the actor shares its consignment with the receiver (a policy matched);
-//! `Offer`: the actor contributed to the receiver's consignment and offers its contribution.
+//! `Undo`: the actor no longer shares it with the receiver (the policy that shared it was
+//! deleted, and no other shares it); `Offer`: the actor contributed to the receiver's
+//! consignment and offers its contribution. A notice names the consignment and no more: the
+//! receiver pulls the data under the sharing rules when it reads.
 
 use serde_json::{json, Value};
 
@@ -23,6 +26,7 @@ pub const AS2: &str = "https://www.w3.org/ns/activitystreams";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Share,
+    Withdrawal,
     Contribution,
 }
 
@@ -54,7 +58,6 @@ pub fn build(
     to: &str,
     c: &Subject<'_>,
     policy: Option<&str>,
-    summary: Option<Value>,
     now: &str,
 ) -> Value {
     let mut object = json!({
@@ -70,13 +73,14 @@ pub fn build(
     if let Some(p) = policy {
         object["policy"] = json!(p);
     }
-    if let Some(s) = summary {
-        object["summary"] = s;
-    }
     json!({
         "@context": AS2,
         "id": format!("urn:uuid:{}", uuid::Uuid::new_v4()),
-        "type": match kind { Kind::Share => "Announce", Kind::Contribution => "Offer" },
+        "type": match kind {
+            Kind::Share => "Announce",
+            Kind::Withdrawal => "Undo",
+            Kind::Contribution => "Offer",
+        },
         "actor": actor,
         "to": [to],
         "published": now,
@@ -136,16 +140,17 @@ pub fn parse(body: &Value) -> Result<Received> {
             format!("must include {AS2}"),
         ));
     }
-    let kind = match body.get("type").and_then(Value::as_str) {
-        Some("Announce") => Kind::Share,
-        Some("Offer") => Kind::Contribution,
-        _ => {
-            return Err(Error::invalid_field(
+    let kind =
+        match body.get("type").and_then(Value::as_str) {
+            Some("Announce") => Kind::Share,
+            Some("Undo") => Kind::Withdrawal,
+            Some("Offer") => Kind::Contribution,
+            _ => return Err(Error::invalid_field(
                 "type",
-                "must be Announce (a shared consignment) or Offer (a contribution)",
-            ))
-        }
-    };
+                "must be Announce (a shared consignment), Undo (a share withdrawn) or Offer (a \
+                 contribution)",
+            )),
+        };
     let actor = field(body, &["actor"])?.to_owned();
     let to = match body.get("to") {
         Some(Value::Array(items)) if items.len() == 1 => items[0].as_str(),
@@ -183,7 +188,7 @@ pub fn parse(body: &Value) -> Result<Received> {
         global_id: id("globalId")?,
         identifier: id("identifier")?,
         publisher: match kind {
-            Kind::Share => actor.clone(),
+            Kind::Share | Kind::Withdrawal => actor.clone(),
             Kind::Contribution => to.clone(),
         },
     };
@@ -224,7 +229,6 @@ mod tests {
             "did:web:b.example:org:b1",
             &c,
             Some("urn:uuid:p"),
-            None,
             "2026-01-02T03:04:06.000Z",
         );
         let r = parse(&body).unwrap();
@@ -238,6 +242,9 @@ mod tests {
         let mut bad = body.clone();
         bad["to"] = json!(["did:web:b.example:org:b1", "did:web:c.example:org:c1"]);
         assert!(parse(&bad).is_err());
+        let mut undo = body.clone();
+        undo["type"] = json!("Undo");
+        assert_eq!(parse(&undo).unwrap().kind, Kind::Withdrawal);
         let mut bad = body;
         bad["type"] = json!("Delete");
         assert!(parse(&bad).is_err());

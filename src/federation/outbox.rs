@@ -137,6 +137,39 @@ impl Outbox {
         Ok(None)
     }
 
+    /// Removes, in `tx`, the undelivered `Announce`s to each (receiving organisation, aig id)
+    /// pair: a share withdrawn before its notice left must not reach the receiver. The
+    /// delivery task finds them gone when their turn comes (see [`Self::stored`]).
+    pub fn drop_announces(
+        tx: &mut Transaction<'_>,
+        pairs: &std::collections::HashSet<(String, String)>,
+    ) -> Result<usize> {
+        let p = dsn("outboxNotice");
+        let mut gone = Vec::new();
+        for q in tx.quads_for_pattern(None, Some(p.as_ref()), None, Some(graph().as_ref())) {
+            let q = q?;
+            let Term::Literal(l) = &q.object else {
+                continue;
+            };
+            let Ok(n) = serde_json::from_str::<Notice>(l.value()) else {
+                continue;
+            };
+            let aig = n
+                .body
+                .pointer("/object/consignment/aigId")
+                .and_then(Value::as_str);
+            if n.body["type"] == "Announce"
+                && aig.is_some_and(|aig| pairs.contains(&(n.to.clone(), aig.to_owned())))
+            {
+                gone.push(q);
+            }
+        }
+        for q in &gone {
+            tx.remove(q);
+        }
+        Ok(gone.len())
+    }
+
     fn remove(store: &Store, notice: &Notice) -> Result<()> {
         store.write(|tx| {
             tx.remove(&notice.quad());

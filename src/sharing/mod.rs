@@ -36,7 +36,6 @@ use std::sync::{Arc, RwLock};
 
 use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
-use serde_json::Value;
 
 use crate::consignment::cursor::Cursors;
 use crate::consignment::listing::{self, Listing};
@@ -58,8 +57,6 @@ pub struct Routed<'a> {
     pub consignment: &'a ConsignmentRef,
     /// The record's creation time (its list key).
     pub created: &'a str,
-    /// The ConsignmentSummary columns, built only when a partner node is notified.
-    pub summary: Box<dyn Fn() -> Value + 'a>,
 }
 
 impl<'a> Routed<'a> {

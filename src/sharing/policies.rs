@@ -165,6 +165,7 @@ impl Sharing {
                 uid: uid.to_owned(),
             });
             let mut revoked = 0;
+            let mut withdrawn = Vec::new();
             let given = graphs::grants(uid);
             let grants = self.queries.select_in(
                 tx,
@@ -187,6 +188,7 @@ impl Sharing {
                     ],
                 )?;
                 if !remains {
+                    withdrawn.push((record.clone(), org.as_str().to_owned()));
                     tx.remove(&quad(record.clone(), dsn("sharedWith"), org.clone()));
                     if let Some(hex) = readable::aig_hex(record) {
                         readable::member_removed(tx, record, hex, org.as_str())?;
@@ -204,6 +206,8 @@ impl Sharing {
                     }
                 }
             }
+            let now = crate::consignment::format_millis(self.store.stamp());
+            self.withdraw_remote(tx, &withdrawn, uid, &now, events)?;
             Ok(revoked)
         })?;
         Ok(revoked)

@@ -86,6 +86,7 @@ impl Sharing {
         }
         match n.kind {
             Kind::Share => self.receive_share(n, to),
+            Kind::Withdrawal => self.receive_withdrawal(n, to),
             Kind::Contribution => self.receive_contribution(n, to),
         }
     }
@@ -161,6 +162,91 @@ impl Sharing {
         Ok(())
     }
 
+    /// The provider no longer shares its consignment with `to`: the membership goes, as a
+    /// local policy's deletion takes it (the notification of the share stays, a record of what
+    /// happened). A withdrawal of a share this node never recorded changes nothing.
+    fn receive_withdrawal(&self, n: &Received, to: NamedNode) -> Result<()> {
+        let record = n.consignment.node();
+        self.store.commit(|tx, events| {
+            if publisher_of(tx, &record)?.as_deref() != Some(n.actor.as_str()) {
+                return Ok(());
+            }
+            let member = quad(record.clone(), dsn("sharedWith"), to.clone());
+            if !has(tx, &member)? {
+                return Ok(());
+            }
+            tx.remove(&member);
+            super::readable::member_removed(tx, &record, &n.consignment.aig_hex, to.as_str())?;
+            let index = graphs::consignment_index();
+            let created = crate::store::records::literal(tx, &record, "created", index.as_ref())?;
+            if let Some(ms) = created.as_deref().and_then(listing::millis) {
+                events.push(Committed::Unshared {
+                    org: to.as_str().to_owned(),
+                    created_ms: ms,
+                    aig: n.consignment.aig_id(),
+                });
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// Tells partner nodes' organisations that lost every grant to a consignment when a policy
+    /// was deleted (`revoked`: record, organisation): their undelivered `Announce`s of it are
+    /// dropped from the outbox, and an `Undo` queued behind whatever else waits for them. In
+    /// the deletion's transaction.
+    pub(super) fn withdraw_remote(
+        &self,
+        tx: &mut oxigraph::store::Transaction<'_>,
+        revoked: &[(NamedNode, String)],
+        uid: &str,
+        now: &str,
+        events: &mut Events,
+    ) -> Result<()> {
+        let remote: Vec<&(NamedNode, String)> = revoked
+            .iter()
+            .filter(|(_, org)| self.federation.is_remote(org))
+            .collect();
+        if remote.is_empty() {
+            return Ok(());
+        }
+        let pairs: std::collections::HashSet<(String, String)> = remote
+            .iter()
+            .filter_map(|(record, org)| {
+                let hex = super::readable::aig_hex(record)?;
+                Some((org.clone(), format!("aig:{hex}")))
+            })
+            .collect();
+        Outbox::drop_announces(tx, &pairs)?;
+        let index = graphs::consignment_index();
+        for (record, org) in remote {
+            let fact = |p: &str| crate::store::records::literal(tx, record, p, index.as_ref());
+            let (Some(global_id), Some(identifier), Some(created), Some(publisher), Some(hex)) = (
+                fact("globalId")?,
+                fact("identifier")?,
+                fact("created")?,
+                publisher_of(tx, record)?,
+                super::readable::aig_hex(record),
+            ) else {
+                continue;
+            };
+            let dataset = graphs::contribution(hex, &publisher);
+            let subject = notice::Subject {
+                dataset: dataset.as_str(),
+                consignment: crate::consignment::ConsignmentRef {
+                    aig_hex: hex.to_owned(),
+                    global_id,
+                    identifier,
+                    publisher: publisher.clone(),
+                },
+                created: &created,
+            };
+            let body = notice::build(Kind::Withdrawal, &publisher, org, &subject, Some(uid), now);
+            self.queue(tx, &publisher, org, body, events);
+        }
+        Ok(())
+    }
+
     fn receive_contribution(&self, n: &Received, to: NamedNode) -> Result<()> {
         let record = n.consignment.node();
         self.store.commit(|tx, events| {
@@ -202,7 +288,6 @@ impl Sharing {
             org,
             c.consignment.publisher.as_str(),
             &c.subject(dataset.as_str()),
-            None,
             None,
             now,
         );

@@ -76,7 +76,6 @@ impl Sharing {
                     &org,
                     &c.subject(dataset.as_str()),
                     Some(&uid),
-                    Some((c.summary)()),
                     now,
                 );
                 self.queue(tx, c.consignment.publisher.as_str(), &org, body, events);

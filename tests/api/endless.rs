@@ -239,7 +239,7 @@ async fn a_partner_whose_dataset_never_ends_is_left_out_with_a_warning() {
         created: "2026-11-22T10:00:00.000Z",
     };
     let now = "2026-11-22T10:00:01.000Z";
-    let body = notice::build(Kind::Share, &org, agency.org(), &subject, None, None, now);
+    let body = notice::build(Kind::Share, &org, agency.org(), &subject, None, now);
     let node_did = did_web(node.base.trim_start_matches("http://"));
     let token = Tokens::new(partner_did, &key)
         .unwrap()

@@ -675,3 +675,97 @@ async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
     let second = second.logged_in_again(&a).await;
     assert_eq!(order(&get_json(&second, &a, &shared).await), expected);
 }
+
+/// Deletes the policy `uid` on `node` (204).
+async fn delete_policy(operator: &Operator, node: &TestNode, uid: &str) {
+    let path = format!("{POLICIES}/{}", percent_encoded(uid));
+    let r = operator
+        .send(node, reqwest::Method::DELETE, &path, None)
+        .await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+}
+
+/// Deleting the policy that shared a consignment with a partner node's organisation reaches
+/// that node: the organisation's circle loses it, as a local agency's does — its lists neither
+/// show it nor keep asking the provider for it.
+#[tokio::test]
+async fn a_deleted_policy_withdraws_the_share_on_the_partner_node() {
+    let (mut ls, hosts) = listeners(2).await;
+    let b_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let b = federated(b_listener, &hosts).await;
+    let operator = Operator::new(&a).await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    let agency = Session::new(&b, "officer@kra.example").await;
+    let policy = operator
+        .policy(
+            &a,
+            rule(&a, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    trader.publish_example(&a, "create-consignment").await;
+    eventually("B notified", || shared_notification(&agency, &b)).await;
+    let shared = format!("{LIST}?scope=shared");
+    assert_eq!(
+        get_json(&agency, &b, &shared).await["entities"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    delete_policy(&operator, &a, policy["uid"].as_str().unwrap()).await;
+    // A refuses B's pulls at once; the withdrawal then takes the record out of B's circle, so
+    // B's list stops trying (and warning that the provider did not answer).
+    eventually("B's list without it, and no failed pull", || async {
+        let list = get_json(&agency, &b, &shared).await;
+        (list == json!({"entities": []})).then_some(())
+    })
+    .await;
+    let view = agency
+        .get(&b, &format!("{LIST}/{GLOBAL_ID}?scope=shared"))
+        .await;
+    assert_error(view, StatusCode::NOT_FOUND, "GeneralError").await;
+}
+
+/// A share withdrawn while its notice still waits for a partner that is down never reaches
+/// the partner: the waiting notice is dropped, and the withdrawal changes nothing there.
+#[tokio::test]
+async fn a_share_withdrawn_before_its_notice_left_never_reaches_the_partner() {
+    let (mut ls, hosts) = listeners(2).await;
+    let b_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let b = federated(b_listener, &hosts).await;
+    let operator = Operator::new(&a).await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    let agency = Session::new(&b, "officer@kra.example").await;
+    let by_country = operator
+        .policy(
+            &a,
+            rule(&a, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    let b_halted = b.halt().await;
+    trader.publish_example(&a, "create-consignment").await;
+    delete_policy(&operator, &a, by_country["uid"].as_str().unwrap()).await;
+    // A later share by another policy: once B has it, anything queued before it for B
+    // would have arrived (notices reach a receiver in the order they were queued).
+    operator
+        .policy(
+            &a,
+            rule(&a, agency.org(), "portOfEntry", "eq", json!("KEMBA")),
+        )
+        .await;
+    let later = publish_to_mombasa(&trader, &a, 1).await;
+    let b = TestNode::start_again(b_halted).await;
+    let at_b = eventually("B told of the later one", || shared_ids(&agency, &b, 1)).await;
+    assert_eq!(at_b, later, "only the later share reached B");
+    let list = get_json(&agency, &b, &format!("{LIST}?scope=shared")).await;
+    let ids: Vec<&Value> = list["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["globalId"])
+        .collect();
+    assert_eq!(ids, vec![&json!(later[0])], "{list:#}");
+    drop(a);
+}

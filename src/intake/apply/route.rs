@@ -1,7 +1,6 @@
 //! Routing a consignment: the sharing policies matched against its ports.
 
 use oxigraph::store::Transaction;
-use serde_json::Value;
 
 use super::lookup::Record;
 use super::Apply;
@@ -30,13 +29,6 @@ impl Apply<'_> {
         Routed {
             consignment: record,
             created,
-            summary: Box::new(|| {
-                Value::Object(crate::consignment::summary::build(
-                    self.activity.object(),
-                    self.ports,
-                    self.codes,
-                ))
-            }),
         }
     }
 }
