@@ -116,7 +116,7 @@ pub async fn stream(
             .ok_or_else(|| {
                 Error::invalid_field("Last-Event-ID", "must be the id of an event of this stream")
             })?,
-        None => node.sharing.notifications.latest(),
+        None => node.sharing.notifications.latest(&caller.organization),
     };
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

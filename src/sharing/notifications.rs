@@ -1,13 +1,17 @@
-//! Notifications to receiving organisations: numbered by one node-wide sequence (the SSE event
-//! id, so `Last-Event-ID` says exactly what a reconnecting client has seen), stored as one quad
-//! in the recipient's notification graph (`<urn:dataspace-node:notification:N> dsn:notice
-//! "…"^^rdf:JSON`: the number is in the IRI, the recipient is the graph), and listed from a
-//! per-recipient index of sequence numbers kept in memory. Numbers are taken and indexed under the writer lock, so they appear in
-//! commit order and a stream that has sent `n` never later finds a smaller one.
+//! Notifications to receiving organisations: numbered by one sequence per recipient (the SSE
+//! event id, so `Last-Event-ID` says exactly what a reconnecting client has seen; one sequence
+//! per recipient, so that the gaps in an organisation's numbers do not tell it how many
+//! notifications other organisations received meanwhile — until 2026-11-26 the sequence was
+//! node-wide, and those numbers stay as they are, the recipient's next following its highest),
+//! stored as one quad in the recipient's notification graph
+//! (`<urn:dataspace-node:notification:N> dsn:notice "…"^^rdf:JSON`: the number is in the IRI,
+//! the recipient is the graph, so two recipients' graphs may hold the same IRI), and
+//! listed from a per-recipient index of sequence numbers kept in memory. Numbers are taken and
+//! indexed under the writer lock, so they appear in commit order and a stream that has sent
+//! `n` never later finds a smaller one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
@@ -21,15 +25,16 @@ use crate::store::{graphs, Queries, Store};
 use crate::vocab::dsn;
 
 pub struct Notifications {
-    /// The last number handed out.
-    last: AtomicU64,
+    /// The last number handed out to each recipient (by notification graph) since start-up;
+    /// a recipient not in it continues after its highest committed number.
+    handed: Mutex<HashMap<String, u64>>,
     /// By notification graph (one per recipient organisation).
     by_org: RwLock<HashMap<String, Vec<u64>>>,
-    /// The last committed number; streams wait on it.
+    /// Counts commits that wrote notifications; streams wait on it, then read their own.
     published: watch::Sender<u64>,
 }
 
-/// Notification nodes are `urn:dataspace-node:notification:<number>`.
+/// Notification nodes are `urn:dataspace-node:notification:<number>`, in the recipient's graph.
 const PREFIX: &str = "urn:dataspace-node:notification:";
 
 /// The index key of `org`'s notifications: its notification graph.
@@ -41,41 +46,50 @@ pub fn node(seq: u64) -> NamedNode {
     NamedNode::new_unchecked(format!("{PREFIX}{seq}"))
 }
 
+/// The number in a notification node's IRI.
+fn number_of(iri: &str) -> Option<u64> {
+    iri.strip_prefix(PREFIX)?.parse().ok()
+}
+
 impl Notifications {
     /// Reads every stored notification's recipient graph and number. Blocking.
     pub fn load(store: &Store, queries: &Queries) -> Result<Self> {
         let mut by_org: HashMap<String, Vec<u64>> = HashMap::new();
-        let mut last = 0;
         queries.each(store, Query::NotificationNumbers, &[], |row| {
             if let (Some(Term::NamedNode(graph)), Some(Term::NamedNode(n))) =
                 (row.get("graph"), row.get("notification"))
             {
-                let number = n.as_str().strip_prefix(PREFIX).map(str::parse::<u64>);
-                if let Some(Ok(seq)) = number {
+                if let Some(seq) = number_of(n.as_str()) {
                     by_org
                         .entry(graph.as_str().to_owned())
                         .or_default()
                         .push(seq);
-                    last = last.max(seq);
                 }
             }
             true
         })?;
         for seqs in by_org.values_mut() {
             seqs.sort_unstable();
+            seqs.dedup();
         }
-        Ok(Self {
-            last: AtomicU64::new(last),
+        Ok(Self::with(by_org))
+    }
+
+    fn with(by_org: HashMap<String, Vec<u64>>) -> Self {
+        Self {
+            handed: Mutex::new(HashMap::new()),
             by_org: RwLock::new(by_org),
-            published: watch::channel(last).0,
-        })
+            published: watch::channel(0).0,
+        }
     }
 
     /// The numbers and their recipients, for the models snapshot.
     pub fn encode(&self) -> Vec<u8> {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
         let mut e = Encoder::default();
-        e.u64(self.last.load(Ordering::SeqCst));
+        // Where the node-wide last number was; its place kept so snapshots keep their form.
+        let top = map.values().filter_map(|s| s.last()).max().copied();
+        e.u64(top.unwrap_or(0));
         e.u64(map.len() as u64);
         for (graph, seqs) in map.iter() {
             e.str(graph);
@@ -89,7 +103,7 @@ impl Notifications {
 
     /// What [`Notifications::encode`] wrote; `None` when the bytes are not that.
     pub fn decode(mut d: Decoder<'_>) -> Option<Self> {
-        let last = d.u64()?;
+        d.u64()?;
         let mut by_org = HashMap::new();
         for _ in 0..d.count(16)? {
             let graph = d.str()?.to_owned();
@@ -97,17 +111,22 @@ impl Notifications {
             let seqs = (0..n).map(|_| d.u64()).collect::<Option<Vec<u64>>>()?;
             by_org.insert(graph, seqs);
         }
-        d.is_empty().then(|| Self {
-            last: AtomicU64::new(last),
-            by_org: RwLock::new(by_org),
-            published: watch::channel(last).0,
-        })
+        d.is_empty().then(|| Self::with(by_org))
     }
 
     /// Writes a notification for `org` in the transaction; returns its number. Call under the
     /// writer lock and pass the number to [`Notifications::committed`] after the commit.
     pub fn write(&self, tx: &mut Transaction<'_>, org: &str, mut json: Value) -> Result<u64> {
-        let seq = self.last.fetch_add(1, Ordering::SeqCst) + 1;
+        let seq = {
+            let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
+            let k = key(org);
+            let last = match handed.get(&k) {
+                Some(last) => *last,
+                None => self.latest(org),
+            };
+            handed.insert(k, last + 1);
+            last + 1
+        };
         json["id"] = Value::String(seq.to_string());
         // One quad per notification: routing writes one for every organisation it shares a
         // consignment with, inside the publisher's request (docs/PERFORMANCE.md).
@@ -129,22 +148,24 @@ impl Notifications {
             return;
         }
         let mut map = self.by_org.write().unwrap_or_else(|p| p.into_inner());
-        let mut top = 0;
         for (org, seq) in notices {
             map.entry(key(org)).or_default().push(*seq);
-            top = top.max(*seq);
         }
         drop(map);
-        self.published.send_replace(top);
+        self.published.send_modify(|n| *n += 1);
     }
 
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.published.subscribe()
     }
 
-    /// The last committed number node-wide.
-    pub fn latest(&self) -> u64 {
-        *self.published.borrow()
+    /// `org`'s last committed number (0 before its first).
+    pub fn latest(&self, org: &str) -> u64 {
+        let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
+        map.get(&key(org))
+            .and_then(|s| s.last())
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Up to `n` of `org`'s numbers, newest first, strictly below `before` when given.
@@ -184,12 +205,7 @@ mod tests {
 
     #[test]
     fn numbers_come_back_from_their_encoding() {
-        let n = Notifications {
-            last: AtomicU64::new(0),
-            by_org: RwLock::new(HashMap::new()),
-            published: watch::channel(0).0,
-        };
-        n.last.store(7, Ordering::SeqCst);
+        let n = Notifications::with(HashMap::new());
         n.committed(&[
             ("did:a".into(), 3),
             ("did:b".into(), 5),
@@ -200,8 +216,9 @@ mod tests {
         let back = Notifications::decode(s.section("n").unwrap()).unwrap();
         assert_eq!(back.page("did:a", None, 9), vec![7, 3]);
         assert_eq!(back.after("did:b", 0, 9), vec![5]);
-        assert_eq!(back.latest(), 7);
-        assert_eq!(back.last.load(Ordering::SeqCst), 7);
+        assert_eq!(back.latest("did:a"), 7);
+        assert_eq!(back.latest("did:b"), 5);
+        assert_eq!(back.latest("did:c"), 0);
         let bytes = n.encode();
         s.put("n", bytes[..bytes.len() - 3].to_vec());
         assert!(Notifications::decode(s.section("n").unwrap()).is_none());

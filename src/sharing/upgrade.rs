@@ -171,6 +171,6 @@ mod tests {
         assert_eq!(run(&store, &queries).unwrap(), (0, 0));
         let loaded = super::super::notifications::Notifications::load(&store, &queries).unwrap();
         assert_eq!(loaded.page(org, None, 10), vec![7]);
-        assert_eq!(loaded.latest(), 7);
+        assert_eq!(loaded.latest(org), 7);
     }
 }

@@ -696,7 +696,7 @@ async fn policies_grants_and_notifications_survive_a_restart() {
     )
     .await;
     assert_eq!(notes["entities"].as_array().unwrap().len(), 1);
-    // Routing still works from the reloaded index, and numbering continues.
+    // Routing still works from the reloaded index.
     let trader = trader.logged_in_again(&node).await;
     trader.publish_example(&node, "update-consignment").await;
     let tz_token = node
@@ -707,17 +707,10 @@ async fn policies_grants_and_notifications_survive_a_restart() {
             .await,
     )
     .await;
-    let first = notes["entities"][0]["id"]
-        .as_str()
-        .unwrap()
-        .parse::<u64>()
-        .unwrap();
-    let next = tz_notes["entities"][0]["id"]
-        .as_str()
-        .unwrap()
-        .parse::<u64>()
-        .unwrap();
-    assert!(next > first, "{first} then {next}");
+    // Each organisation's numbers are its own: the agency's first is 1 (how an organisation's
+    // numbers go on after a restart: `notification_numbers_are_each_organisations_own`).
+    assert_eq!(notes["entities"][0]["id"], "1");
+    assert_eq!(tz_notes["entities"][0]["id"], "1", "{tz_notes:#}");
 }
 
 #[tokio::test]
@@ -988,4 +981,37 @@ async fn the_stream_ends_when_its_session_expires() {
     })
     .await;
     assert!(ended.is_ok(), "the stream outlived its session");
+}
+
+/// Each organisation's notifications are numbered by a sequence of its own: the gaps between
+/// its numbers must not tell it how many notifications others received meanwhile. After a
+/// restart an organisation's numbers go on after its highest.
+#[tokio::test]
+async fn notification_numbers_are_each_organisations_own() {
+    let w = World::new().await;
+    for (n, locode) in [(1, "KEMBA"), (2, "TZDAR"), (3, "KEMBA"), (4, "KEMBA")] {
+        let activity = consignment_at(w.trader.org(), n, locode, "2026-12-24T06:00:00Z");
+        assert_completed(&w.trader.publish(&w.node, &activity).await);
+    }
+    let ids = |v: Value| -> Vec<String> {
+        v["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(w.json(&w.ke, NOTIFICATIONS).await), ["3", "2", "1"]);
+    assert_eq!(ids(w.json(&w.kemba, NOTIFICATIONS).await), ["3", "2", "1"]);
+    assert_eq!(ids(w.json(&w.tz, NOTIFICATIONS).await), ["1"]);
+    let w = w.restarted().await;
+    let activity = consignment_at(w.trader.org(), 5, "KEMBA", "2026-12-24T06:00:00Z");
+    assert_completed(&w.trader.publish(&w.node, &activity).await);
+    assert_eq!(
+        ids(w.json(&w.ke, NOTIFICATIONS).await),
+        ["4", "3", "2", "1"]
+    );
+    let mut stream = open_stream(&w.node, &w.tz, Some("0")).await;
+    let replayed = sse_events(&mut stream, 1, Duration::from_secs(5)).await;
+    assert_eq!(replayed[0].0, "1");
 }
