@@ -59,6 +59,9 @@ impl Intake {
                 }
             }
         }
+        if activity.kind == Kind::Add {
+            document_keys(activity, expansion, roots, &mut failures);
+        }
         // The activity is validated by its type's shape (activity.ttl), which reaches the
         // actor, the object and the target through their properties.
         let class = NamedNode::new_unchecked(format!("{AS}{}", activity.kind.as_str()));
@@ -102,6 +105,59 @@ impl Intake {
         }
         reserved_iris(expansion, minted, &mut failures);
         failures
+    }
+}
+
+/// A document's `uRIId` and `identifier` are read as sent (its content is taken before the
+/// write, its documentId keys its revisions), so the shape's verdict on the expanded value is
+/// not enough: a value under another spelling of the key (`unece:uRIId`), in an array or as a
+/// number would pass it and be read as no content, or no identifier.
+fn document_keys(
+    activity: &Activity,
+    expansion: &Expansion,
+    roots: &Roots,
+    out: &mut Vec<Failure>,
+) {
+    let object = activity.object();
+    if object.get("type").and_then(Value::as_str) != Some("Document") {
+        return;
+    }
+    for name in ["uRIId", "identifier"] {
+        let predicate = crate::vocab::unece(name);
+        let expanded = roots.object.as_ref().is_some_and(|root| {
+            expansion
+                .triples
+                .iter()
+                .any(|t| t.subject == *root && t.predicate == predicate)
+        });
+        let sent = object.get(name);
+        let readable = sent.is_some_and(activity::is_string_or_value_object);
+        let text = crate::consignment::ports::string_value(sent);
+        if name == "identifier" && text.is_some_and(|t| t.starts_with(graphs::MINTED_PREFIX)) {
+            // A document sent without an identifier is read by its node's IRI: no other
+            // document may take that id.
+            out.push(Failure {
+                path: "object.identifier".into(),
+                constraint: "not a node id".into(),
+                value: sent.map(Value::to_string),
+                message: format!(
+                    "object.identifier may not start with {}: the node names its own \
+                     resources so",
+                    graphs::MINTED_PREFIX
+                ),
+            });
+        }
+        if (sent.is_some() || expanded) && !readable {
+            out.push(Failure {
+                path: format!("object.{name}"),
+                constraint: "string or value object".into(),
+                value: sent.map(Value::to_string),
+                message: format!(
+                    "object.{name} must be sent under the key {name:?}, as a JSON string or a \
+                     JSON-LD value object with a string @value"
+                ),
+            });
+        }
     }
 }
 

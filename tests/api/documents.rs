@@ -757,15 +757,15 @@ async fn documents_without_content_or_identifier_are_kept_and_read() {
     assert_ne!(minted[0]["documentId"], minted[1]["documentId"]);
     for d in &minted {
         let id = d["documentId"].as_str().unwrap();
-        assert!(
-            d["id"].as_str().unwrap().ends_with(id),
-            "the id the node gave its node: {d:#}"
-        );
+        assert_eq!(d["documentId"], d["id"], "read by its node's IRI: {d:#}");
         // By the publisher and by the agency the consignment is shared with.
         for who in [&trader, &agency] {
             let found = ok_json(
-                who.get(&node, &format!("/supply-chain/data-space/documents/{id}"))
-                    .await,
+                who.get(
+                    &node,
+                    &format!("/supply-chain/data-space/documents/{}", percent_encoded(id)),
+                )
+                .await,
             )
             .await;
             assert_eq!(found["documentId"], id);
@@ -773,18 +773,45 @@ async fn documents_without_content_or_identifier_are_kept_and_read() {
             assert_eq!(found.get("href").is_some(), d.get("integrity").is_some());
         }
     }
-    // A document sent with an identifier is not found by its node's id.
+    // A document sent with an identifier is not found by its node's IRI, and no document may
+    // take another's node IRI as its identifier.
     let named = entities
         .iter()
         .find(|d| d["documentId"] == "COO-7")
         .unwrap();
-    let hex = named["id"].as_str().unwrap().rsplit(':').next().unwrap();
-    assert_eq!(hex.len(), 32, "{named:#}");
+    let iri = named["id"].as_str().unwrap();
     for who in [&trader, &agency] {
-        let r = who
-            .get(&node, &format!("/supply-chain/data-space/documents/{hex}"))
-            .await;
-        assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+        let path = format!(
+            "/supply-chain/data-space/documents/{}",
+            percent_encoded(iri)
+        );
+        assert_error(
+            who.get(&node, &path).await,
+            StatusCode::NOT_FOUND,
+            "GeneralError",
+        )
+        .await;
+    }
+    let mut squat = certificate.clone();
+    squat["object"]["identifier"] = minted[0]["id"].clone();
+    let error = task_error(&trader.publish(&node, &squat).await).to_string();
+    assert!(error.contains("not a node id"), "{error}");
+    // Values the shape would take but the node could not read as sent fail the task instead
+    // of being taken for no content or no identifier.
+    let mut compact = certificate.clone();
+    let object = compact["object"].as_object_mut().unwrap();
+    object.insert("unece:uRIId".into(), json!(data_url("text/plain", b"x")));
+    let error = task_error(&trader.publish(&node, &compact).await).to_string();
+    assert!(error.contains("object.uRIId"), "{error}");
+    let odd_values = [
+        ("uRIId", json!([data_url("text/plain", b"x")])),
+        ("identifier", json!(42)),
+    ];
+    for (key, value) in odd_values {
+        let mut odd = certificate.clone();
+        odd["object"][key] = value;
+        let error = task_error(&trader.publish(&node, &odd).await).to_string();
+        assert!(error.contains(&format!("object.{key}")), "{key}: {error}");
     }
     let with_content = minted.iter().find(|d| d.get("href").is_some()).unwrap();
     let r = download(&node, with_content["href"].as_str().unwrap()).await;

@@ -12,6 +12,7 @@ use crate::consignment::ports::string_value;
 use crate::documents::{revision, Content, Revision};
 use crate::error::Result;
 use crate::intake::log::TaskError;
+use crate::store::graphs;
 
 /// A new revision of the added document.
 pub(super) struct Revising<'c> {
@@ -38,7 +39,7 @@ impl<'a> Apply<'a> {
         };
         let object = self.activity.object();
         let previous =
-            revision::current(self.queries, tx, graph, &record.node(), self.document_id())?;
+            revision::current(self.queries, tx, graph, &record.node(), &self.document_id())?;
         if let Some((_, prev)) = &previous {
             let type_code = string_value(object.get("documentTypeCode")).unwrap_or_default();
             if prev.is_same(content, type_code) {
@@ -48,10 +49,15 @@ impl<'a> Apply<'a> {
         Ok(Ok(Some(Revising { content, previous })))
     }
 
-    /// The document's id: its `identifier`, else the id the node gave its node — the spec's
-    /// Document table requires neither, and every document needs an id to be read by.
-    fn document_id(&self) -> &str {
-        string_value(self.activity.object().get("identifier")).unwrap_or(self.object_id)
+    /// The document's id: its `identifier`, else its node's IRI (its `id`) — the spec's
+    /// Document table requires neither, and every document needs an id to be read by. No
+    /// caller may send an identifier in the node's namespace (`checks`), so no other document
+    /// can take that id.
+    fn document_id(&self) -> String {
+        match string_value(self.activity.object().get("identifier")) {
+            Some(identifier) => identifier.to_owned(),
+            None => graphs::minted("document", self.object_id).into_string(),
+        }
     }
 
     /// Writes the revision's facts on the document's node.
@@ -64,9 +70,10 @@ impl<'a> Apply<'a> {
         content: &Content,
         previous: Option<(NamedNode, Revision)>,
     ) {
+        let document_id = self.document_id();
         let new = revision::New {
             node,
-            document_id: self.document_id(),
+            document_id: &document_id,
             document_type_code: string_value(object.get("documentTypeCode")).unwrap_or_default(),
             organization: self.org(),
             user: &self.caller.user,
