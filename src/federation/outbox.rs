@@ -41,6 +41,22 @@ pub struct Notice {
 }
 
 impl Notice {
+    /// For an `Announce`, the consignment it announces (`dsn:announces`): what a withdrawal
+    /// finds it by without reading the whole outbox under the writer lock.
+    fn announces(&self) -> Option<Quad> {
+        if self.body["type"] != "Announce" {
+            return None;
+        }
+        let aig = self.body.pointer("/object/consignment/aigId")?.as_str()?;
+        let hex = aig.strip_prefix("aig:")?;
+        Some(Quad::new(
+            NamedNode::new_unchecked(&self.id),
+            dsn("announces"),
+            crate::store::graphs::consignment(hex),
+            graph(),
+        ))
+    }
+
     fn quad(&self) -> Quad {
         Quad::new(
             NamedNode::new_unchecked(&self.id),
@@ -83,6 +99,9 @@ impl Outbox {
     /// delivery task (see the [`ReadModel`] impl).
     pub fn queue(tx: &mut Transaction<'_>, notice: &Notice, events: &mut Events) {
         tx.insert(&notice.quad());
+        if let Some(q) = notice.announces() {
+            tx.insert(&q);
+        }
         match serde_json::to_value(notice) {
             Ok(notice) => events.push(Committed::NoticeQueued { notice }),
             // Still stored: delivered after the next start.
@@ -137,42 +156,54 @@ impl Outbox {
         Ok(None)
     }
 
-    /// Removes, in `tx`, the undelivered `Announce`s to each (receiving organisation, aig id)
-    /// pair: a share withdrawn before its notice left must not reach the receiver. The
-    /// delivery task finds them gone when their turn comes (see [`Self::stored`]).
+    /// Removes, in `tx`, the undelivered `Announce`s of each (consignment record, receiving
+    /// organisation) pair: a share withdrawn before its notice left must not reach the
+    /// receiver. The delivery task finds them gone when their turn comes (see
+    /// [`Self::stored`]). Found by their `dsn:announces` (notices queued before 2026-11-26 have
+    /// none: they are delivered, and the withdrawal after them).
     pub fn drop_announces(
         tx: &mut Transaction<'_>,
-        pairs: &std::collections::HashSet<(String, String)>,
+        pairs: &[(NamedNode, String)],
     ) -> Result<usize> {
-        let p = dsn("outboxNotice");
+        let (announces, notice) = (dsn("announces"), dsn("outboxNotice"));
         let mut gone = Vec::new();
-        for q in tx.quads_for_pattern(None, Some(p.as_ref()), None, Some(graph().as_ref())) {
-            let q = q?;
-            let Term::Literal(l) = &q.object else {
-                continue;
-            };
-            let Ok(n) = serde_json::from_str::<Notice>(l.value()) else {
-                continue;
-            };
-            let aig = n
-                .body
-                .pointer("/object/consignment/aigId")
-                .and_then(Value::as_str);
-            if n.body["type"] == "Announce"
-                && aig.is_some_and(|aig| pairs.contains(&(n.to.clone(), aig.to_owned())))
-            {
-                gone.push(q);
+        for (record, org) in pairs {
+            for q in tx.quads_for_pattern(
+                None,
+                Some(announces.as_ref()),
+                Some(record.as_ref().into()),
+                Some(graph().as_ref()),
+            ) {
+                let q = q?;
+                for stored in tx.quads_for_pattern(
+                    Some(q.subject.as_ref()),
+                    Some(notice.as_ref()),
+                    None,
+                    Some(graph().as_ref()),
+                ) {
+                    let stored = stored?;
+                    let Term::Literal(l) = &stored.object else {
+                        continue;
+                    };
+                    if serde_json::from_str::<Notice>(l.value()).is_ok_and(|n| n.to == *org) {
+                        gone.push(stored);
+                        gone.push(q.clone());
+                    }
+                }
             }
         }
         for q in &gone {
             tx.remove(q);
         }
-        Ok(gone.len())
+        Ok(gone.len() / 2)
     }
 
     fn remove(store: &Store, notice: &Notice) -> Result<()> {
         store.write(|tx| {
             tx.remove(&notice.quad());
+            if let Some(q) = notice.announces() {
+                tx.remove(&q);
+            }
             Ok(())
         })
     }

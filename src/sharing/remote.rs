@@ -210,13 +210,7 @@ impl Sharing {
         if remote.is_empty() {
             return Ok(());
         }
-        let pairs: std::collections::HashSet<(String, String)> = remote
-            .iter()
-            .filter_map(|(record, org)| {
-                let hex = super::readable::aig_hex(record)?;
-                Some((org.clone(), format!("aig:{hex}")))
-            })
-            .collect();
+        let pairs: Vec<(NamedNode, String)> = remote.iter().map(|p| (*p).clone()).collect();
         Outbox::drop_announces(tx, &pairs)?;
         let index = graphs::consignment_index();
         for (record, org) in remote {
