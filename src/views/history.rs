@@ -187,10 +187,15 @@ impl Views {
         at: DateTime<FixedOffset>,
     ) -> Result<Read> {
         let mut visible = self.resolve(caller, scope, id)?;
+        // The bound of the history is what the caller may know of the last change.
+        let own = self.own_updated(&mut visible, Description::Read)?;
         // Partner nodes serve their contributions as they are now: none at an instant.
         visible.remote.clear();
         let Some(when) = self.instant_in_history(&visible, at)? else {
-            let parts = self.parts(&visible, None, Description::Read)?;
+            let parts = match own {
+                Some(parts) => parts,
+                None => self.parts(&visible, None, Description::Read)?,
+            };
             return Ok(Read { visible, parts });
         };
         let mut parts = self.parts(&visible, Some(&when), Description::Read)?;

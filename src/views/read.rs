@@ -80,19 +80,33 @@ impl Views {
         description: Description,
     ) -> Result<Read> {
         let mut visible = self.resolve(caller, scope, id)?;
-        let parts = self.parts(&visible, None, description)?;
-        // Without the publisher's contribution (a contributor whose grant was revoked, or the
-        // `own` scope of one), the record's last change is not the caller's to see: its own
-        // last revision is, as in a point-in-time read.
+        let parts = match self.own_updated(&mut visible, description)? {
+            Some(parts) => parts,
+            None => self.parts(&visible, None, description)?,
+        };
+        Ok(Read { visible, parts })
+    }
+
+    /// Without the publisher's contribution (a contributor whose grant was revoked, or the
+    /// `own` scope of one), the record's last change is not the caller's to see: its own last
+    /// revision is `updated` — in the current read and as the bound of a point-in-time one.
+    /// Returns the parts it read for that (`None` when the caller reads the publisher's).
+    pub(super) fn own_updated(
+        &self,
+        visible: &mut Visible,
+        description: Description,
+    ) -> Result<Option<Parts>> {
         let publishers = visible.graphs.contains(&visible.graph)
             || visible
                 .remote
                 .iter()
                 .any(|r| r.dataset == visible.graph.as_str());
-        if !publishers {
-            visible.updated = last_revision(&parts).unwrap_or_else(|| visible.created.clone());
+        if publishers {
+            return Ok(None);
         }
-        Ok(Read { visible, parts })
+        let parts = self.parts(visible, None, description)?;
+        visible.updated = last_revision(&parts).unwrap_or_else(|| visible.created.clone());
+        Ok(Some(parts))
     }
 
     /// The ConsignmentView of a read.

@@ -954,6 +954,41 @@ async fn a_contributor_whose_grant_was_revoked_does_not_see_when_the_publisher_c
     assert_eq!(instant(&own["updated"]), added, "{own:#}");
     let all = view(&node, &agency, "all").await;
     assert_eq!(instant(&all["updated"]), added, "{all:#}");
+    // Nor through a point-in-time read: its bound is what the caller may know of the last
+    // change, so any instant after the agency's own revision reads as now.
+    for scope in ["own", "all"] {
+        let path = format!("{LIST}/{GLOBAL_ID}?scope={scope}&at=2999-01-01T00:00:00Z");
+        let later = ok_json(agency.get(&node, &path).await).await;
+        assert_eq!(instant(&later["updated"]), added, "{scope}: {later:#}");
+    }
+    let before_update = (instant(&publisher["updated"]) - chrono::Duration::milliseconds(1))
+        .with_timezone(&chrono::Utc)
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let linked = |at: String| {
+        let url = node.url(&format!("{LIST}/{GLOBAL_ID}?at={at}"));
+        let (key, token) = (agency.account.api_key.clone(), agency.token.clone());
+        let client = node.client.clone();
+        async move {
+            let r = client
+                .get(url)
+                .header("x-api-key", key)
+                .bearer_auth(token)
+                .header("accept", "application/n-quads")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK);
+            let mut lines: Vec<String> =
+                r.text().await.unwrap().lines().map(str::to_owned).collect();
+            lines.sort();
+            lines
+        }
+    };
+    assert_eq!(
+        linked(before_update).await,
+        linked("2999-01-01T00:00:00Z".into()).await,
+        "the linked form at an instant before the publisher's change differs from after it"
+    );
 }
 
 async fn view(node: &TestNode, who: &Session, scope: &str) -> Value {
