@@ -16,8 +16,11 @@ use crate::error::Result;
 use crate::rdf::literal;
 use crate::vocab::dsn;
 
-/// At most this many records answer one id (the newest): each publisher holds an id at most
-/// once, so more would take that many organisations sharing one id with the caller.
+/// At most this many of the records a caller may read answer one id (the newest; its own
+/// first): each publisher holds an id at most once, so more would take that many
+/// organisations sharing one id with the caller. Applied by the reader after it has kept
+/// the records the caller may read — cut before, records any partner node may announce
+/// under an id could push the caller's own, or the one shared with it, out of the answer.
 pub const MAX_MATCHES: usize = 50;
 
 /// A consignment record of the index, with the facts a read needs.
@@ -37,7 +40,7 @@ pub struct Indexed {
 }
 
 /// Every complete record whose globalId, identifier or aig id (`aig:<hex>`) is `key`, once
-/// each, newest first (ties by aig id), at most [`MAX_MATCHES`].
+/// each, newest first (ties by aig id).
 pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
     let index = graphs::consignment_index();
     let graph = GraphNameRef::NamedNode(index.as_ref());
@@ -54,14 +57,13 @@ pub fn by_any_id(store: &Store, key: &str) -> Result<Vec<Indexed>> {
             .cmp(&instant(&a.created))
             .then_with(|| a.aig.cmp(&b.aig))
     });
-    found.truncate(MAX_MATCHES);
     Ok(found)
 }
 
 /// Whether `org` publishes a complete record whose globalId, identifier or aig id is `key`:
 /// the list's test for an own copy of a shared consignment, once per shared row of a page (a
-/// SPARQL evaluation each until 2026-11-26, `queries/consignment_by_key.rq`). Not
-/// [`by_any_id`]: that one keeps only the newest [`MAX_MATCHES`] publishers of a key.
+/// SPARQL evaluation each until 2026-11-26, `queries/consignment_by_key.rq`): no record's
+/// facts are read but the caller's own.
 pub fn owns(store: &Store, org: &NamedNode, key: &str) -> Result<bool> {
     let index = graphs::consignment_index();
     let graph = GraphNameRef::NamedNode(index.as_ref());

@@ -13,8 +13,11 @@ impl Views {
     pub fn resolve(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Visible> {
         let org = caller.organization.as_str();
         let mut rows = crate::store::index::by_any_id(&self.store, id)?;
-        // Own records first; the index answers the rest newest first.
-        rows.sort_by_key(|row| row.publisher != org);
+        // Own records first, then those of this node's organisations, then those partner
+        // nodes announced (their ids are the partner's word, and a partner may announce any
+        // number under one id: they must not crowd this node's out of the answer); the index
+        // answers each group newest first.
+        rows.sort_by_key(|row| (row.publisher != org, self.sharing.is_remote(&row.publisher)));
         let mut visible: Vec<(Visible, String)> = Vec::new();
         for row in rows {
             let (graphs, remote) = self.scope_graphs(
@@ -41,7 +44,7 @@ impl Views {
                 },
                 row.publisher,
             ));
-            if own {
+            if own || visible.len() == crate::store::index::MAX_MATCHES {
                 break;
             }
         }

@@ -769,3 +769,34 @@ async fn a_share_withdrawn_before_its_notice_left_never_reaches_the_partner() {
     assert_eq!(ids, vec![&json!(later[0])], "{list:#}");
     drop(a);
 }
+
+/// A partner node may announce any number of its organisations' consignments under one id.
+/// Announced to the organisation that publishes a consignment under that id here (and to
+/// the agency it is shared with), they must not push the real one out of the id's look-up:
+/// the publisher still reads its own, the agency still finds it among the candidates.
+#[tokio::test]
+async fn announcements_under_a_taken_id_do_not_hide_the_real_consignment() {
+    let (a, c, _) = a_and_a_partner().await;
+    let (_operator, trader, agency) = kenya_circle(&a).await;
+    trader.publish_example(&a, "create-consignment").await;
+    let own = get_json(&trader, &a, &format!("{LIST}/{GLOBAL_ID}")).await;
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    for n in 0..(dataspace_node::store::index::MAX_MATCHES + 5) {
+        let partner = format!("{}:org:squatter{n}", did_of(&c));
+        let hex = format!("{n:032x}");
+        for to in [trader.org(), agency.org()] {
+            let mut notice = announce(&partner, &hex, to, &now);
+            notice["object"]["consignment"]["globalId"] = json!(GLOBAL_ID);
+            assert_eq!(
+                notify(&c, &partner, &a, &notice).await.status(),
+                StatusCode::ACCEPTED
+            );
+        }
+    }
+    let again = get_json(&trader, &a, &format!("{LIST}/{GLOBAL_ID}")).await;
+    assert_eq!(again["id"], own["id"], "{again:#}");
+    let r = agency.get(&a, &format!("{LIST}/{GLOBAL_ID}")).await;
+    let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
+    let text = body.to_string();
+    assert!(text.contains(own["id"].as_str().unwrap()), "{text}");
+}
