@@ -172,6 +172,17 @@ impl Documents {
             });
         }
         let url = Url::parse(uri).map_err(|e| format!("uRIId {uri:?} is not a URL: {e}"))?;
+        // Readers are handed an external reference as its `href`: only a web link, as sent
+        // (the URL parser trims what the shape's pattern let through, e.g. a leading space
+        // before `data:` or `javascript:`), may be one.
+        if !matches!(url.scheme(), "http" | "https")
+            || uri.trim() != uri
+            || uri.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "uRIId {uri:?} must be a data: URL or an http(s) URL without surrounding spaces"
+            ));
+        }
         let from_path = media::extension_in_path(url.path());
         if !self.fetcher.allows(&url) {
             return Ok(Content::External {

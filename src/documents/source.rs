@@ -159,7 +159,8 @@ impl AllowList {
         })
     }
 
-    /// Whether `ip` itself is listed (which admits a link-local or metadata address).
+    /// Whether `ip` itself is listed (which admits a forbidden address: a loopback, private,
+    /// link-local or metadata one).
     fn lists_ip(&self, ip: IpAddr) -> bool {
         self.entries
             .iter()
@@ -176,31 +177,58 @@ fn host_text(url: &Url) -> Option<String> {
     })
 }
 
-/// Addresses no fetch may reach unless listed: link-local (where cloud metadata services
-/// live), known metadata addresses, and addresses that are not a single host.
+/// Addresses no fetch may reach unless the address itself is listed: the node's own host and
+/// its private networks (loopback, RFC 1918, shared and unique-local addresses: where the
+/// SPARQL replica and other internal services answer, to whoever the node fetches for — a
+/// listed name of a caller's domain may resolve to any of them), link-local (where cloud
+/// metadata services live), known metadata addresses, and addresses that are not one host.
+/// IPv4 addresses inside IPv6 forms (mapped, NAT64, 6to4) are judged as IPv4.
 fn forbidden(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match embedded_v4(v6) {
             Some(v4) => forbidden_v4(v4),
             None => {
                 let first = v6.segments()[0];
                 (first & 0xffc0) == 0xfe80
+                    || (first & 0xfe00) == 0xfc00
+                    || (first & 0xffc0) == 0xfec0
+                    || v6.is_loopback()
                     || v6.is_unspecified()
                     || v6.is_multicast()
-                    || v6 == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
             }
         },
     }
 }
 
+/// The IPv4 address an IPv6 one stands for: mapped (`::ffff:a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::`).
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(v4(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(v4(s[1], s[2]));
+    }
+    None
+}
+
 fn forbidden_v4(ip: Ipv4Addr) -> bool {
-    ip.is_link_local()
+    let [a, b, ..] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
         || ip.is_unspecified()
         || ip.is_broadcast()
         || ip.is_multicast()
-        || ip.octets()[0] == 0
-        || ip == Ipv4Addr::new(100, 100, 100, 200)
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 198 && (18..20).contains(&b))
         || ip == Ipv4Addr::new(192, 0, 0, 192)
 }
 
@@ -222,8 +250,9 @@ impl Resolve for GuardedResolver {
                 .collect();
             if allowed.is_empty() {
                 return Err(format!(
-                    "{host} resolves to no address the node may fetch from \
-                     (link-local and metadata addresses are refused)"
+                    "{host} resolves to no address the node may fetch from (loopback, \
+                     private, link-local and metadata addresses are refused unless listed as \
+                     addresses)"
                 )
                 .into());
             }
@@ -390,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn link_local_and_metadata_addresses_are_forbidden_unless_listed() {
+    fn private_link_local_and_metadata_addresses_are_forbidden_unless_listed() {
         for ip in [
             "169.254.169.254",
             "169.254.1.1",
@@ -399,12 +428,35 @@ mod tests {
             "100.100.100.200",
             "::ffff:169.254.169.254",
             "0.0.0.0",
+            "127.0.0.1",
+            "127.8.9.10",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "100.64.0.1",
+            "198.18.0.1",
+            "::1",
+            "fd12:3456::1",
+            "fec0::1",
+            "::ffff:127.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a00:1",
+            "2002:7f00:1::",
+            "2002:c0a8:101::1",
         ] {
             assert!(forbidden(ip.parse().unwrap()), "{ip}");
         }
-        for ip in ["127.0.0.1", "10.0.0.1", "93.184.216.34", "::1"] {
+        for ip in [
+            "93.184.216.34",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:2800:220:1::1",
+            "64:ff9b::5db8:d822",
+            "2002:5db8:d822::1",
+        ] {
             assert!(!forbidden(ip.parse().unwrap()), "{ip}");
         }
+        assert!(list(&["127.0.0.1:8080"]).lists_ip("127.0.0.1".parse().unwrap()));
         assert!(list(&["169.254.169.254"]).lists_ip("169.254.169.254".parse().unwrap()));
         assert!(!list(&["example.com"]).lists_ip("169.254.169.254".parse().unwrap()));
     }

