@@ -248,11 +248,22 @@ impl Lines {
     fn open(path: &Path, limit: usize) -> Result<Self> {
         if path.extension().is_some_and(|x| x == "json") {
             let size = path.metadata()?.len();
-            // A file's final newline (or CRLF) is not part of its body.
+            // A file's final newline (or CRLF) is not part of its body; read at most the
+            // limit and those two bytes.
             if size > limit as u64 + 2 {
                 return Ok(Self::Whole(Some(Err(size))));
             }
-            return Ok(Self::Whole(Some(Ok(std::fs::read(path)?))));
+            let mut body = std::fs::read(path)?;
+            let ending = match body.as_slice() {
+                [.., b'\r', b'\n'] => 2,
+                [.., b'\n'] => 1,
+                _ => 0,
+            };
+            if body.len() - ending > limit {
+                return Ok(Self::Whole(Some(Err(size))));
+            }
+            body.truncate(body.len() - ending);
+            return Ok(Self::Whole(Some(Ok(body))));
         }
         let file = std::fs::File::open(path)?;
         Ok(Self::Each(

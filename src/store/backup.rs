@@ -190,7 +190,8 @@ pub struct Exported {
 fn derived(quad: &oxigraph::model::Quad) -> bool {
     super::snapshot::is_token(quad)
         || matches!(&quad.graph_name, oxigraph::model::GraphName::NamedNode(g)
-        if g.as_str().starts_with(super::graphs::readable_root().as_str()))
+        if g.as_str().starts_with(super::graphs::readable_root().as_str())
+            || *g == super::bulk::notes_graph())
 }
 
 /// Writes every quad of the data dir's store to `out` in `format`, from one snapshot, but
@@ -201,6 +202,13 @@ pub fn export(data_dir: &Path, format: Format, out: impl Write) -> Result<Export
         return Err(BackupError::NoStore(data_dir.to_owned()));
     }
     let store = open_alone(&path)?;
+    // What a killed `load` left half-written goes first, as the node's own open would remove
+    // it: an export holds whole activities only (and its notes, imported, would empty
+    // graphs of the restored store).
+    super::bulk::clean_up(&store).map_err(|e| BackupError::Io {
+        context: "removing what an interrupted load left".into(),
+        source: io::Error::other(e.to_string()),
+    })?;
     let mut serializer = RdfSerializer::from_format(format.rdf());
     if format == Format::TriG {
         for (prefix, iri) in PREFIXES {
@@ -461,6 +469,46 @@ mod tests {
                 Err(BackupError::NotEmpty(_))
             ));
         }
+    }
+
+    /// What a killed `load` left (a graph its transaction never recorded, with the note that
+    /// says so) is not exported; a note in an import is not loaded (the restored node would
+    /// empty the graph it names).
+    #[test]
+    fn an_interrupted_loads_leftovers_are_neither_exported_nor_imported() {
+        let from = tempfile::tempdir().unwrap();
+        let original = Store::open(store_path(from.path())).unwrap();
+        sample(&original);
+        let lost = NamedNode::new_unchecked("urn:dataspace-node:contribution:lost");
+        let half = Quad::new(
+            lost.clone(),
+            crate::vocab::dsn("p"),
+            Literal::from(1),
+            GraphName::NamedNode(lost.clone()),
+        );
+        original.insert(&half).unwrap();
+        original.insert(&super::super::bulk::note(&lost)).unwrap();
+        drop(original);
+        let mut out = Vec::new();
+        assert_eq!(
+            export(from.path(), Format::NQuads, &mut out).unwrap().quads,
+            3
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("contribution:lost"), "{text}");
+
+        let kept = NamedNode::new_unchecked("urn:dataspace-node:g");
+        let crafted = format!("{text}{} .\n", super::super::bulk::note(&kept));
+        let to = tempfile::tempdir().unwrap();
+        let dir = to.path().join("new");
+        assert_eq!(
+            import(&dir, Format::NQuads, crafted.as_bytes(), "x.nq")
+                .unwrap()
+                .quads,
+            3
+        );
+        let restored = Store::open(store_path(&dir)).unwrap();
+        assert_eq!(restored.len().unwrap(), 3);
     }
 
     #[test]

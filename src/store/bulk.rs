@@ -93,11 +93,11 @@ impl Deferred {
 /// Shared by the writes of one commit.
 pub type DeferredCell = RefCell<Deferred>;
 
-fn notes_graph() -> NamedNode {
+pub(super) fn notes_graph() -> NamedNode {
     NamedNode::new_unchecked("urn:dataspace-node:system:bulk")
 }
 
-fn note(graph: &NamedNode) -> Quad {
+pub(super) fn note(graph: &NamedNode) -> Quad {
     Quad::new(
         NamedOrBlankNode::NamedNode(graph.clone()),
         dsn("bulkPending"),

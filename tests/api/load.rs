@@ -489,6 +489,9 @@ async fn lines_and_files_over_the_body_limit_are_refused_without_being_read_whol
     std::fs::write(&lines, format!("{good}\n{long}\n\n{long}")).unwrap();
     let whole = dir.join("whole.json");
     std::fs::write(&whole, &long).unwrap();
+    // One byte over, and not a newline: over the limit too.
+    let edge = dir.join("edge.json");
+    std::fs::write(&edge, format!("\"{}\"", "x".repeat(7_999))).unwrap();
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
         .args([
             "load",
@@ -500,19 +503,20 @@ async fn lines_and_files_over_the_body_limit_are_refused_without_being_read_whol
         .args(["--organization", &org, "--body-limit-bytes", "8000"])
         .arg(&lines)
         .arg(&whole)
+        .arg(&edge)
         .env_remove("DATASPACE_NODE_DATA_DIR")
         .output()
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let (reported, numbers) = refused_lines(&stdout);
-    assert_eq!(numbers, vec![2, 4, 1], "{stdout}");
+    assert_eq!(numbers, vec![2, 4, 1, 1], "{stdout}");
     for r in &reported {
         assert_eq!(r["error"]["properties"]["limitBytes"], 8000, "{r}");
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("1 applied, 0 applied before, 3 refused"),
+        stderr.contains("1 applied, 0 applied before, 4 refused"),
         "{stderr}"
     );
 }
