@@ -141,7 +141,10 @@ impl AllowList {
 
     /// Whether the node may fetch `url`: http(s), and its host (and port) listed.
     pub fn allows(&self, url: &Url) -> bool {
-        if !matches!(url.scheme(), "http" | "https") || !url.username().is_empty() {
+        if !matches!(url.scheme(), "http" | "https")
+            || !url.username().is_empty()
+            || url.password().is_some()
+        {
             return false;
         }
         let Some(host) = host_text(url) else {
@@ -412,6 +415,7 @@ mod tests {
         assert!(ok("http://[::1]:9000/x"));
         assert!(!ok("ftp://docs.example.com/x"));
         assert!(!ok("https://user@docs.example.com/x"));
+        assert!(!ok("https://:secret@docs.example.com/x"));
         assert!(!ok("https://docs.example.com.evil.test/x"));
         assert!(AllowList::parse(&["a/b".into()]).is_err());
         assert!(AllowList::parse(&["a:notaport".into()]).is_err());
