@@ -207,6 +207,7 @@ fn upgrades_of(
         crate::replica::log::forget(store)?;
         crate::intake::payload_once::run(store)?;
     }
+    crate::federation::outbox::Outbox::index_announces(store)?;
     Replica::open(store, &config.replica)
 }
 

@@ -162,12 +162,14 @@ impl AllowList {
         })
     }
 
-    /// Whether `ip` itself is listed (which admits a forbidden address: a loopback, private,
-    /// link-local or metadata one).
+    /// Whether `ip` itself is listed for every port (which admits a forbidden address — a
+    /// loopback, private, link-local or metadata one — to the names on the list). An address
+    /// listed with a port does not: names are resolved without their port, and one listed port
+    /// of the node's own host must not open the others (the replica's) to any listed name.
     fn lists_ip(&self, ip: IpAddr) -> bool {
         self.entries
             .iter()
-            .any(|e| e.host.parse::<IpAddr>().is_ok_and(|listed| listed == ip))
+            .any(|e| e.port.is_none() && e.host.parse::<IpAddr>().is_ok_and(|listed| listed == ip))
     }
 }
 
@@ -204,21 +206,23 @@ fn forbidden(ip: IpAddr) -> bool {
     }
 }
 
-/// The IPv4 address an IPv6 one stands for: mapped (`::ffff:a.b.c.d`), NAT64
-/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::`).
+/// The IPv4 address an IPv6 one stands for: mapped (`::ffff:a.b.c.d`), compatible
+/// (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`, and the local-use `64:ff9b:1::/48` with the
+/// address in its last 32 bits), 6to4 (`2002:aabb:ccdd::`), Teredo (`2001:0::/32`, whose
+/// client address is hidden: judged as `0.0.0.0`, i.e. refused).
 fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
     if let Some(v4) = v6.to_ipv4_mapped() {
         return Some(v4);
     }
     let s = v6.segments();
     let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return Some(v4(s[6], s[7]));
+    match s {
+        [0, 0, 0, 0, 0, 0, hi, lo] if (hi, lo) > (0, 1) => Some(v4(hi, lo)),
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] | [0x64, 0xff9b, 1, _, _, _, hi, lo] => Some(v4(hi, lo)),
+        [0x2002, hi, lo, ..] => Some(v4(hi, lo)),
+        [0x2001, 0, ..] => Some(Ipv4Addr::UNSPECIFIED),
+        _ => None,
     }
-    if s[0] == 0x2002 {
-        return Some(v4(s[1], s[2]));
-    }
-    None
 }
 
 fn forbidden_v4(ip: Ipv4Addr) -> bool {
@@ -232,7 +236,8 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
         || a == 0
         || (a == 100 && (64..128).contains(&b))
         || (a == 198 && (18..20).contains(&b))
-        || ip == Ipv4Addr::new(192, 0, 0, 192)
+        || (a == 192 && b == 0 && ip.octets()[2] == 0)
+        || a >= 240
 }
 
 /// Resolves names itself so that no listed name can lead to a forbidden address.
@@ -447,6 +452,11 @@ mod tests {
             "64:ff9b::a00:1",
             "2002:7f00:1::",
             "2002:c0a8:101::1",
+            "::7f00:1",
+            "64:ff9b:1::a00:1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "192.0.0.8",
+            "240.1.2.3",
         ] {
             assert!(forbidden(ip.parse().unwrap()), "{ip}");
         }
@@ -460,7 +470,8 @@ mod tests {
         ] {
             assert!(!forbidden(ip.parse().unwrap()), "{ip}");
         }
-        assert!(list(&["127.0.0.1:8080"]).lists_ip("127.0.0.1".parse().unwrap()));
+        assert!(list(&["127.0.0.1"]).lists_ip("127.0.0.1".parse().unwrap()));
+        assert!(!list(&["127.0.0.1:8080"]).lists_ip("127.0.0.1".parse().unwrap()));
         assert!(list(&["169.254.169.254"]).lists_ip("169.254.169.254".parse().unwrap()));
         assert!(!list(&["example.com"]).lists_ip("169.254.169.254".parse().unwrap()));
     }

@@ -156,11 +156,44 @@ impl Outbox {
         Ok(None)
     }
 
+    /// Gives the `Announce`s a node from before `dsn:announces` queued their consignment, so
+    /// that a policy's deletion finds them too. At open, before anything serves; an outbox
+    /// holds only what waits for partners, so this reads little. Blocking.
+    pub fn index_announces(store: &Store) -> Result<usize> {
+        let p = dsn("outboxNotice");
+        let mut missing = Vec::new();
+        for q in store
+            .db()
+            .quads_for_pattern(None, Some(p.as_ref()), None, Some(graph().as_ref()))
+        {
+            let Term::Literal(l) = q?.object else {
+                continue;
+            };
+            let Ok(n) = serde_json::from_str::<Notice>(l.value()) else {
+                continue;
+            };
+            if let Some(announces) = n.announces() {
+                if !store.db().contains(&announces)? {
+                    missing.push(announces);
+                }
+            }
+        }
+        if !missing.is_empty() {
+            store.write(|tx| {
+                for q in &missing {
+                    tx.insert(q);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(missing.len())
+    }
+
     /// Removes, in `tx`, the undelivered `Announce`s of each (consignment record, receiving
     /// organisation) pair: a share withdrawn before its notice left must not reach the
     /// receiver. The delivery task finds them gone when their turn comes (see
-    /// [`Self::stored`]). Found by their `dsn:announces` (notices queued before 2026-11-26 have
-    /// none: they are delivered, and the withdrawal after them).
+    /// [`Self::stored`]). Found by their `dsn:announces` (given at open to notices queued
+    /// before it: [`Self::index_announces`]).
     pub fn drop_announces(
         tx: &mut Transaction<'_>,
         pairs: &[(NamedNode, String)],
@@ -416,6 +449,42 @@ mod tests {
 
     fn pair(to: &str, id: &str) -> (String, String) {
         (to.to_owned(), id.to_owned())
+    }
+
+    /// An Announce queued before `dsn:announces` gets it at open, and a withdrawal then drops
+    /// it; another receiver's stays.
+    #[test]
+    fn announces_queued_before_the_index_are_dropped_by_a_withdrawal_after_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let hex = "0123456789abcdef0123456789abcdef";
+        let notice = |id: &str, to: &str| Notice {
+            id: id.into(),
+            from: "did:web:a.example:org:p".into(),
+            to: to.into(),
+            body: serde_json::json!({"type": "Announce",
+                "object": {"consignment": {"aigId": format!("aig:{hex}")}}}),
+        };
+        let (gone, kept) = (
+            notice("urn:uuid:n1", "did:web:b.example:org:x"),
+            notice("urn:uuid:n2", "did:web:b.example:org:y"),
+        );
+        store
+            .write(|tx| {
+                tx.insert(&gone.quad());
+                tx.insert(&kept.quad());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(Outbox::index_announces(&store).unwrap(), 2);
+        assert_eq!(Outbox::index_announces(&store).unwrap(), 0);
+        let record = crate::store::graphs::consignment(hex);
+        let dropped = store
+            .write(|tx| Outbox::drop_announces(tx, &[(record, gone.to.clone())]))
+            .unwrap();
+        assert_eq!(dropped, 1);
+        assert!(Outbox::stored(&store, &gone.id).unwrap().is_none());
+        assert!(Outbox::stored(&store, &kept.id).unwrap().is_some());
     }
 
     #[test]

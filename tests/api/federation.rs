@@ -799,4 +799,9 @@ async fn announcements_under_a_taken_id_do_not_hide_the_real_consignment() {
     let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
     let text = body.to_string();
     assert!(text.contains(own["id"].as_str().unwrap()), "{text}");
+    // So does the agency's Add naming it by that id.
+    let event = as_org(example("add-event"), agency.org());
+    assert_eq!(event["target"]["globalId"], GLOBAL_ID);
+    let error = task_error(&agency.publish(&a, &event).await).to_string();
+    assert!(error.contains(own["id"].as_str().unwrap()), "{error}");
 }

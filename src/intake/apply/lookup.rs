@@ -94,7 +94,9 @@ impl Apply<'_> {
     }
 
     /// The consignments other organisations shared with the caller's, by globalId, identifier
-    /// or aig id (at most one per record).
+    /// or aig id (at most one per record): this node's organisations' first, then those partner
+    /// nodes announced (a partner may announce any number under one id: they must not crowd
+    /// the real one out of the candidates), each newest first; at most 50, as the reads answer.
     pub(super) fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
         let mut found: Vec<Record> = Vec::new();
         for record in self.find(tx, Query::ConsignmentSharedByKey, key)? {
@@ -102,6 +104,8 @@ impl Apply<'_> {
                 found.push(record);
             }
         }
+        found.sort_by_key(|r| self.sharing.is_remote(&r.publisher));
+        found.truncate(crate::store::index::MAX_MATCHES);
         Ok(found)
     }
 
