@@ -676,6 +676,26 @@ async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
     assert_eq!(order(&get_json(&second, &a, &shared).await), expected);
 }
 
+/// Node A with a trader, node B with an agency, and A's operator's policy sharing what
+/// arrives in Kenya with the agency.
+async fn a_trader_and_a_partners_agency() -> (TestNode, TestNode, Operator, Session, Session, Value)
+{
+    let (mut ls, hosts) = listeners(2).await;
+    let b_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let b = federated(b_listener, &hosts).await;
+    let operator = Operator::new(&a).await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    let agency = Session::new(&b, "officer@kra.example").await;
+    let policy = operator
+        .policy(
+            &a,
+            rule(&a, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
+        )
+        .await;
+    (a, b, operator, trader, agency, policy)
+}
+
 /// Deletes the policy `uid` on `node` (204).
 async fn delete_policy(operator: &Operator, node: &TestNode, uid: &str) {
     let path = format!("{POLICIES}/{}", percent_encoded(uid));
@@ -690,19 +710,7 @@ async fn delete_policy(operator: &Operator, node: &TestNode, uid: &str) {
 /// show it nor keep asking the provider for it.
 #[tokio::test]
 async fn a_deleted_policy_withdraws_the_share_on_the_partner_node() {
-    let (mut ls, hosts) = listeners(2).await;
-    let b_listener = ls.pop().unwrap();
-    let a = federated(ls.pop().unwrap(), &hosts).await;
-    let b = federated(b_listener, &hosts).await;
-    let operator = Operator::new(&a).await;
-    let trader = Session::new(&a, "trader@forwarder.example").await;
-    let agency = Session::new(&b, "officer@kra.example").await;
-    let policy = operator
-        .policy(
-            &a,
-            rule(&a, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
+    let (a, b, operator, trader, agency, policy) = a_trader_and_a_partners_agency().await;
     trader.publish_example(&a, "create-consignment").await;
     eventually("B notified", || shared_notification(&agency, &b)).await;
     let shared = format!("{LIST}?scope=shared");
@@ -731,19 +739,7 @@ async fn a_deleted_policy_withdraws_the_share_on_the_partner_node() {
 /// the partner: the waiting notice is dropped, and the withdrawal changes nothing there.
 #[tokio::test]
 async fn a_share_withdrawn_before_its_notice_left_never_reaches_the_partner() {
-    let (mut ls, hosts) = listeners(2).await;
-    let b_listener = ls.pop().unwrap();
-    let a = federated(ls.pop().unwrap(), &hosts).await;
-    let b = federated(b_listener, &hosts).await;
-    let operator = Operator::new(&a).await;
-    let trader = Session::new(&a, "trader@forwarder.example").await;
-    let agency = Session::new(&b, "officer@kra.example").await;
-    let by_country = operator
-        .policy(
-            &a,
-            rule(&a, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
+    let (a, b, operator, trader, agency, by_country) = a_trader_and_a_partners_agency().await;
     let b_halted = b.halt().await;
     trader.publish_example(&a, "create-consignment").await;
     delete_policy(&operator, &a, by_country["uid"].as_str().unwrap()).await;
