@@ -26,42 +26,7 @@ impl Intake {
     ) -> Vec<Failure> {
         let index = Index::new(expansion);
         let mut failures = Vec::new();
-        // The record is looked up by these: a JSON number passes the shapes (the context
-        // coerces it to an xsd:string literal) but would key the record by nothing.
-        let keys: &[(&str, Option<&Map<String, Value>>)] = match activity.kind {
-            Kind::Create | Kind::Update => &[
-                ("object.globalId", Some(activity.object())),
-                ("object.identifier", Some(activity.object())),
-            ],
-            Kind::Add => &[("target.globalId", activity.target())],
-        };
-        for (path, holder) in keys {
-            let name = path.rsplit('.').next().unwrap_or(path);
-            if let Some(value) = holder.and_then(|h| h.get(name)) {
-                // A new consignment's ids may not take the form of the node's: that text
-                // names the record the node minted it for, and nothing else (`graphs::is_aig_id`),
-                // so a consignment under it could never be found by it, nor kept unique by it.
-                // (An Update may keep such an id an earlier version stored: `apply::update`.)
-                let text = crate::consignment::ports::string_value(Some(value));
-                if activity.kind == Kind::Create && text.is_some_and(graphs::is_aig_id) {
-                    failures.push(not_an_aig_id(path, value.to_string()));
-                }
-                if !activity::is_string_or_value_object(value) {
-                    failures.push(Failure {
-                        path: (*path).into(),
-                        constraint: "string or value object".into(),
-                        value: Some(value.to_string()),
-                        message: format!(
-                            "{path} must be a JSON string or a JSON-LD value object with a string \
-                             @value"
-                        ),
-                    });
-                }
-            }
-        }
-        if activity.kind == Kind::Add {
-            document_keys(activity, expansion, roots, &mut failures);
-        }
+        read_as_sent(activity, &index, roots, &mut failures);
         // The activity is validated by its type's shape (activity.ttl), which reaches the
         // actor, the object and the target through their properties.
         let class = NamedNode::new_unchecked(format!("{AS}{}", activity.kind.as_str()));
@@ -108,53 +73,77 @@ impl Intake {
     }
 }
 
-/// A document's `uRIId` and `identifier` are read as sent (its content is taken before the
-/// write, its documentId keys its revisions), so the shape's verdict on the expanded value is
-/// not enough: a value under another spelling of the key (`unece:uRIId`), in an array or as a
-/// number would pass it and be read as no content, or no identifier.
-fn document_keys(
-    activity: &Activity,
-    expansion: &Expansion,
-    roots: &Roots,
-    out: &mut Vec<Failure>,
-) {
+/// The values the node reads from the JSON as sent rather than from the expansion: the ids a
+/// record is keyed and looked up by, and a document's content and id (taken before the
+/// write; its documentId keys its revisions). The shape's verdict on the expanded value is not
+/// enough: a JSON number passes it (the context coerces it to an xsd:string literal), and so
+/// does a value in an array or under another spelling of the key (`unece:globalId`) — each
+/// read as nothing, which would key a record, or a revision, by nothing, or take a document
+/// for one without content.
+fn read_as_sent(activity: &Activity, index: &Index<'_>, roots: &Roots, out: &mut Vec<Failure>) {
     let object = activity.object();
-    if object.get("type").and_then(Value::as_str) != Some("Document") {
-        return;
-    }
-    for name in ["uRIId", "identifier"] {
-        let predicate = crate::vocab::unece(name);
-        let expanded = roots.object.as_ref().is_some_and(|root| {
-            expansion
-                .triples
-                .iter()
-                .any(|t| t.subject == *root && t.predicate == predicate)
-        });
-        let sent = object.get(name);
-        let readable = sent.is_some_and(activity::is_string_or_value_object);
+    let target = index
+        .values(
+            &roots.activity,
+            &NamedNode::new_unchecked(format!("{AS}target")),
+        )
+        .first()
+        .and_then(|t| NamedOrBlankNode::try_from((*t).clone()).ok());
+    let document = object.get("type").and_then(Value::as_str) == Some("Document");
+    let keys: Vec<(&str, Option<&Map<String, Value>>, Option<&NamedOrBlankNode>)> =
+        match activity.kind {
+            Kind::Create | Kind::Update => vec![
+                ("object.globalId", Some(object), roots.object.as_ref()),
+                ("object.identifier", Some(object), roots.object.as_ref()),
+            ],
+            Kind::Add if document => vec![
+                ("target.globalId", activity.target(), target.as_ref()),
+                ("object.uRIId", Some(object), roots.object.as_ref()),
+                ("object.identifier", Some(object), roots.object.as_ref()),
+            ],
+            Kind::Add => vec![("target.globalId", activity.target(), target.as_ref())],
+        };
+    for (path, holder, subject) in keys {
+        let name = path.rsplit('.').next().unwrap_or(path);
+        let sent = holder.and_then(|h| h.get(name));
+        let expanded =
+            subject.is_some_and(|s| !index.values(s, &crate::vocab::unece(name)).is_empty());
         let text = crate::consignment::ports::string_value(sent);
-        if name == "identifier" && text.is_some_and(|t| t.starts_with(graphs::MINTED_PREFIX)) {
-            // A document sent without an identifier is read by its node's IRI: no other
-            // document may take that id.
+        // A new consignment's ids may not take the form of the node's: that text names the
+        // record the node minted it for, and nothing else (`graphs::is_aig_id`), so a
+        // consignment under it could never be found by it, nor kept unique by it. (An Update
+        // may keep such an id an earlier version stored: `apply::update`.)
+        if activity.kind == Kind::Create && text.is_some_and(graphs::is_aig_id) {
+            out.push(not_an_aig_id(
+                path,
+                sent.map(Value::to_string).unwrap_or_default(),
+            ));
+        }
+        // A document sent without an identifier is read by its node's IRI: no other document
+        // may take that id.
+        if document
+            && path == "object.identifier"
+            && text.is_some_and(|t| t.starts_with(graphs::MINTED_PREFIX))
+        {
             out.push(Failure {
-                path: "object.identifier".into(),
+                path: path.into(),
                 constraint: "not a node id".into(),
                 value: sent.map(Value::to_string),
                 message: format!(
-                    "object.identifier may not start with {}: the node names its own \
-                     resources so",
+                    "{path} may not start with {}: the node names its own resources so",
                     graphs::MINTED_PREFIX
                 ),
             });
         }
+        let readable = sent.is_some_and(activity::is_string_or_value_object);
         if (sent.is_some() || expanded) && !readable {
             out.push(Failure {
-                path: format!("object.{name}"),
+                path: path.into(),
                 constraint: "string or value object".into(),
                 value: sent.map(Value::to_string),
                 message: format!(
-                    "object.{name} must be sent under the key {name:?}, as a JSON string or a \
-                     JSON-LD value object with a string @value"
+                    "{path} must be sent under the key {name:?}, as a JSON string or a JSON-LD \
+                     value object with a string @value"
                 ),
             });
         }

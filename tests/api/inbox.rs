@@ -720,3 +720,28 @@ async fn update_finds_its_consignment_by_either_id_and_never_takes_anothers() {
     assert_eq!(codes(&other), [json!("CREATE")]);
     assert_ne!(other["id"], aig_of_a);
 }
+
+/// The ids a record is keyed by are read as sent: under another spelling of the key
+/// (`unece:globalId`) they pass the shape but would key the record by nothing, so the task
+/// fails naming the field.
+#[tokio::test]
+async fn ids_under_another_spelling_of_the_key_fail_the_task() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    for name in ["globalId", "identifier"] {
+        let mut create = as_org(example("create-consignment"), trader.org());
+        let object = create["object"].as_object_mut().unwrap();
+        let value = object.remove(name).unwrap();
+        object.insert(format!("unece:{name}"), value);
+        let error = task_error(&trader.publish(&node, &create).await).to_string();
+        assert!(error.contains(&format!("object.{name}")), "{name}: {error}");
+    }
+    let mut add = as_org(example("add-event"), trader.org());
+    let target = add["target"].as_object_mut().unwrap();
+    let value = target.remove("globalId").unwrap();
+    target.insert("unece:globalId".into(), value);
+    let error = task_error(&trader.publish(&node, &add).await).to_string();
+    assert!(error.contains("target.globalId"), "{error}");
+    let list = ok_json(trader.get(&node, LIST).await).await;
+    assert_eq!(list["entities"], json!([]), "{list:#}");
+}

@@ -120,7 +120,11 @@ impl<'a> Index<'a> {
         }
     }
 
-    fn values(&self, subject: &NamedOrBlankNode, predicate: &NamedNode) -> Vec<&'a Term> {
+    pub(crate) fn values(
+        &self,
+        subject: &NamedOrBlankNode,
+        predicate: &NamedNode,
+    ) -> Vec<&'a Term> {
         self.out
             .get(subject)
             .map(|ts| {
