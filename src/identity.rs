@@ -56,6 +56,11 @@ impl NodeIdentity {
         format!("{}/supply-chain/data-space/consignments", self.base_url())
     }
 
+    /// The method-specific part of the node's DID (`host%3Aport`).
+    pub fn did_id(&self) -> &str {
+        &self.did_id
+    }
+
     pub fn node_did(&self) -> String {
         format!("did:web:{}", self.did_id)
     }

@@ -144,7 +144,9 @@ impl Federation {
 
     /// Is `org` an organisation of another node (a did:web organisation DID not of this one)?
     pub fn is_remote(&self, org: &str) -> bool {
-        did::node_of(org).is_some_and(|node| node != self.identity.node_did())
+        // Compared without building this node's DID: the id look-ups ask per candidate.
+        did::node_of(org)
+            .is_some_and(|node| node.strip_prefix("did:web:") != Some(self.identity.did_id()))
     }
 
     /// Is `org` an organisation of a partner node (one a policy may name)?

@@ -132,16 +132,23 @@ impl Intake {
     }
 
     /// How many consignments shared with the caller `key` names. Blocking.
+    /// How many consignments shared with the caller `key` names: 0, 1, or 2 for more than
+    /// one (the answer stops reading at the second). Blocking.
     pub(super) fn shared_matches(&self, caller: &Caller, key: &str) -> Result<usize> {
         let org = NamedNode::new_unchecked(caller.organization.as_str());
         let bindings = [("org", org.into()), ("key", literal(key))];
-        let rows = self
-            .queries
-            .select(&self.store, Query::ConsignmentSharedByKey, &bindings)?;
-        let records: HashSet<String> = rows
-            .iter()
-            .filter_map(|r| r.get("record").map(|t| t.to_string()))
-            .collect();
+        let mut records: HashSet<String> = HashSet::new();
+        self.queries.each(
+            &self.store,
+            Query::ConsignmentSharedByKey,
+            &bindings,
+            |row| {
+                if let Some(record) = row.get("record") {
+                    records.insert(record.to_string());
+                }
+                records.len() < 2
+            },
+        )?;
         Ok(records.len())
     }
 

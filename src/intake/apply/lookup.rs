@@ -98,38 +98,43 @@ impl Apply<'_> {
     /// nodes announced (a partner may announce any number under one id: they must not crowd
     /// the real one out of the candidates), each newest first; at most 50, as the reads answer.
     pub(super) fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
-        let mut found: Vec<Record> = Vec::new();
-        for record in self.find(tx, Query::ConsignmentSharedByKey, key)? {
-            if !found.iter().any(|r| r.aig_hex == record.aig_hex) {
-                found.push(record);
-            }
-        }
-        found.sort_by_key(|r| self.sharing.is_remote(&r.publisher));
-        found.truncate(crate::store::index::MAX_MATCHES);
-        Ok(found)
-    }
-
-    fn find(&self, tx: &Transaction<'_>, query: Query, key: &str) -> Result<Vec<Record>> {
         let rows = self.queries.select_in(
             tx,
-            query,
+            Query::ConsignmentSharedByKey,
             &[
                 ("org", NamedNode::new_unchecked(self.org()).into()),
                 ("key", literal(key)),
             ],
         )?;
-        Ok(rows
-            .iter()
-            .filter_map(|row| {
-                let aig = text(row, "aig")?;
-                Some(Record {
-                    publisher: text(row, "publisher").unwrap_or_else(|| self.org().to_owned()),
-                    aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
-                    global_id: text(row, "globalId")?,
-                    identifier: text(row, "identifier")?,
-                })
-            })
-            .collect())
+        let mut found: Vec<(bool, std::cmp::Reverse<i64>, Record)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for row in &rows {
+            let Some(record) = self.record_of(row) else {
+                continue;
+            };
+            if seen.insert(record.aig_hex.clone()) {
+                let created = text(row, "created")
+                    .as_deref()
+                    .and_then(crate::consignment::listing::millis)
+                    .unwrap_or(i64::MIN);
+                let remote = self.sharing.is_remote(&record.publisher);
+                found.push((remote, std::cmp::Reverse(created), record));
+            }
+        }
+        found.sort_by(|a, b| (a.0, a.1, &a.2.aig_hex).cmp(&(b.0, b.1, &b.2.aig_hex)));
+        found.truncate(crate::store::index::MAX_MATCHES);
+        Ok(found.into_iter().map(|(_, _, record)| record).collect())
+    }
+
+    /// A record of a look-up's answer (its publisher the caller when the query leaves it out).
+    fn record_of(&self, row: &oxigraph::sparql::QuerySolution) -> Option<Record> {
+        let aig = text(row, "aig")?;
+        Some(Record {
+            publisher: text(row, "publisher").unwrap_or_else(|| self.org().to_owned()),
+            aig_hex: aig.strip_prefix("aig:").unwrap_or(&aig).to_owned(),
+            global_id: text(row, "globalId")?,
+            identifier: text(row, "identifier")?,
+        })
     }
 
     pub(super) fn created_of(&self, tx: &Transaction<'_>, record: &Record) -> Result<String> {
