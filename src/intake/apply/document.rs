@@ -1,7 +1,7 @@
 //! An added document: whether it is a new revision, and the revision's facts (which
 //! [`crate::documents::revision`] decides) written in the contribution graph.
 
-use oxigraph::model::NamedNode;
+use oxigraph::model::{NamedNode, NamedOrBlankNode};
 use oxigraph::store::Transaction;
 use serde_json::{Map, Value};
 
@@ -12,7 +12,6 @@ use crate::consignment::ports::string_value;
 use crate::documents::{revision, Content, Revision};
 use crate::error::Result;
 use crate::intake::log::TaskError;
-use crate::store::graphs;
 
 /// A new revision of the added document.
 pub(super) struct Revising<'c> {
@@ -38,8 +37,11 @@ impl<'a> Apply<'a> {
             ))));
         };
         let object = self.activity.object();
-        let previous =
-            revision::current(self.queries, tx, graph, &record.node(), &self.document_id())?;
+        // A document without an identifier is new: its id is the node this activity minted.
+        let previous = match string_value(object.get("identifier")) {
+            Some(id) => revision::current(self.queries, tx, graph, &record.node(), id)?,
+            None => None,
+        };
         if let Some((_, prev)) = &previous {
             let type_code = string_value(object.get("documentTypeCode")).unwrap_or_default();
             if prev.is_same(content, type_code) {
@@ -53,11 +55,12 @@ impl<'a> Apply<'a> {
     /// Document table requires neither, and every document needs an id to be read by. No
     /// caller may send an identifier in the node's namespace (`checks`), so no other document
     /// can take that id.
-    fn document_id(&self) -> String {
-        match string_value(self.activity.object().get("identifier")) {
-            Some(identifier) => identifier.to_owned(),
-            None => graphs::minted("document", self.object_id).into_string(),
-        }
+    fn document_id(&self) -> &str {
+        string_value(self.activity.object().get("identifier")).unwrap_or(match self.object_root {
+            NamedOrBlankNode::NamedNode(node) => node.as_str(),
+            // Never: an Add's object root is the node it mints.
+            NamedOrBlankNode::BlankNode(node) => node.as_str(),
+        })
     }
 
     /// Writes the revision's facts on the document's node.
@@ -70,10 +73,9 @@ impl<'a> Apply<'a> {
         content: &Content,
         previous: Option<(NamedNode, Revision)>,
     ) {
-        let document_id = self.document_id();
         let new = revision::New {
             node,
-            document_id: &document_id,
+            document_id: self.document_id(),
             document_type_code: string_value(object.get("documentTypeCode")).unwrap_or_default(),
             organization: self.org(),
             user: &self.caller.user,
