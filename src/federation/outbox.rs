@@ -157,9 +157,17 @@ impl Outbox {
     }
 
     /// Gives the `Announce`s a node from before `dsn:announces` queued their consignment, so
-    /// that a policy's deletion finds them too. At open, before anything serves; an outbox
-    /// holds only what waits for partners, so this reads little. Blocking.
+    /// that a policy's deletion finds them too. Once, at the first open of such a data dir,
+    /// before anything serves (`dsn:outboxAnnounces` in the layout graph says it ran).
+    /// Blocking.
     pub fn index_announces(store: &Store) -> Result<usize> {
+        const MARKER: crate::store::graphs::LayoutMarker = crate::store::graphs::LayoutMarker {
+            property: "outboxAnnounces",
+            value: "indexed",
+        };
+        if store.upgraded(&MARKER)? {
+            return Ok(0);
+        }
         let p = dsn("outboxNotice");
         let mut missing = Vec::new();
         for q in store
@@ -178,14 +186,13 @@ impl Outbox {
                 }
             }
         }
-        if !missing.is_empty() {
-            store.write(|tx| {
-                for q in &missing {
-                    tx.insert(q);
-                }
-                Ok(())
-            })?;
-        }
+        store.write(|tx| {
+            for q in &missing {
+                tx.insert(q);
+            }
+            tx.insert(&MARKER.quad());
+            Ok(())
+        })?;
         Ok(missing.len())
     }
 
@@ -477,7 +484,20 @@ mod tests {
             })
             .unwrap();
         assert_eq!(Outbox::index_announces(&store).unwrap(), 2);
+        // Once: later opens skip it (every notice queued since has its index).
+        store
+            .write(|tx| {
+                tx.remove(&gone.announces().unwrap());
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(Outbox::index_announces(&store).unwrap(), 0);
+        store
+            .write(|tx| {
+                tx.insert(&gone.announces().unwrap());
+                Ok(())
+            })
+            .unwrap();
         let record = crate::store::graphs::consignment(hex);
         let dropped = store
             .write(|tx| Outbox::drop_announces(tx, &[(record, gone.to.clone())]))
