@@ -73,6 +73,13 @@ impl Intake {
     }
 }
 
+/// A value read as sent: its path, the JSON object holding it, the node it expands on.
+type ReadKey<'a> = (
+    &'a str,
+    Option<&'a Map<String, Value>>,
+    Option<&'a NamedOrBlankNode>,
+);
+
 /// The values the node reads from the JSON as sent rather than from the expansion: the ids a
 /// record is keyed and looked up by, and a document's content and id (taken before the
 /// write; its documentId keys its revisions). The shape's verdict on the expanded value is not
@@ -90,19 +97,18 @@ fn read_as_sent(activity: &Activity, index: &Index<'_>, roots: &Roots, out: &mut
         .first()
         .and_then(|t| NamedOrBlankNode::try_from((*t).clone()).ok());
     let document = object.get("type").and_then(Value::as_str) == Some("Document");
-    let keys: Vec<(&str, Option<&Map<String, Value>>, Option<&NamedOrBlankNode>)> =
-        match activity.kind {
-            Kind::Create | Kind::Update => vec![
-                ("object.globalId", Some(object), roots.object.as_ref()),
-                ("object.identifier", Some(object), roots.object.as_ref()),
-            ],
-            Kind::Add if document => vec![
-                ("target.globalId", activity.target(), target.as_ref()),
-                ("object.uRIId", Some(object), roots.object.as_ref()),
-                ("object.identifier", Some(object), roots.object.as_ref()),
-            ],
-            Kind::Add => vec![("target.globalId", activity.target(), target.as_ref())],
-        };
+    let keys: Vec<ReadKey<'_>> = match activity.kind {
+        Kind::Create | Kind::Update => vec![
+            ("object.globalId", Some(object), roots.object.as_ref()),
+            ("object.identifier", Some(object), roots.object.as_ref()),
+        ],
+        Kind::Add if document => vec![
+            ("target.globalId", activity.target(), target.as_ref()),
+            ("object.uRIId", Some(object), roots.object.as_ref()),
+            ("object.identifier", Some(object), roots.object.as_ref()),
+        ],
+        Kind::Add => vec![("target.globalId", activity.target(), target.as_ref())],
+    };
     for (path, holder, subject) in keys {
         let name = path.rsplit('.').next().unwrap_or(path);
         let sent = holder.and_then(|h| h.get(name));
