@@ -373,19 +373,7 @@ async fn node_tokens_are_verified_and_pulls_need_a_grant() {
 
 #[tokio::test]
 async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
-    let (mut ls, hosts) = listeners(2).await;
-    let b_listener = ls.pop().unwrap();
-    let a = federated(ls.pop().unwrap(), &hosts).await;
-    let b = federated(b_listener, &hosts).await;
-    let operator = Operator::new(&a).await;
-    let trader = Session::new(&a, "trader@forwarder.example").await;
-    let agency = Session::new(&b, "officer@kra.example").await;
-    operator
-        .policy(
-            &a,
-            rule(&a, agency.org(), "portOfEntryCountry", "eq", json!("KE")),
-        )
-        .await;
+    let (a, b, _operator, trader, agency, _) = a_trader_and_a_partners_agency().await;
     let b_halted = b.halt().await;
     // Several, so that their order after the restart is checked too: A's store returns the
     // waiting notices in the order of their ids' hashes, not the order they were queued in.
