@@ -97,6 +97,22 @@ fn read_as_sent(activity: &Activity, index: &Index<'_>, roots: &Roots, out: &mut
         .first()
         .and_then(|t| NamedOrBlankNode::try_from((*t).clone()).ok());
     let document = object.get("type").and_then(Value::as_str) == Some("Document");
+    // Whether an `Add` adds a document is read from `type` as sent too: typed otherwise (as
+    // `@type`, in an array) it would pass the Document shape and be stored as an event.
+    let typed_document = roots.object.as_ref().is_some_and(|root| {
+        index
+            .values(root, &oxigraph::model::vocab::rdf::TYPE.into_owned())
+            .iter()
+            .any(|t| **t == Term::from(crate::vocab::unece("Document")))
+    });
+    if activity.kind == Kind::Add && typed_document && !document {
+        out.push(Failure {
+            path: "object.type".into(),
+            constraint: "string".into(),
+            value: object.get("type").map(Value::to_string),
+            message: "a document is sent as \"type\": \"Document\"".into(),
+        });
+    }
     let keys: Vec<ReadKey<'_>> = match activity.kind {
         Kind::Create | Kind::Update => vec![
             ("object.globalId", Some(object), roots.object.as_ref()),
@@ -112,9 +128,28 @@ fn read_as_sent(activity: &Activity, index: &Index<'_>, roots: &Roots, out: &mut
     for (path, holder, subject) in keys {
         let name = path.rsplit('.').next().unwrap_or(path);
         let sent = holder.and_then(|h| h.get(name));
-        let expanded =
-            subject.is_some_and(|s| !index.values(s, &crate::vocab::unece(name)).is_empty());
+        let values = subject.map_or_else(Vec::new, |s| index.values(s, &crate::vocab::unece(name)));
+        let expanded = !values.is_empty();
         let text = crate::consignment::ports::string_value(sent);
+        // The value read must be the one the description holds: under a context that does not
+        // define the key (a target without the D23B context) the key is dropped, and a value
+        // under the full IRI would be the one stored.
+        if let Some(text) = text.filter(|_| expanded) {
+            let held = values
+                .iter()
+                .any(|v| matches!(v, Term::Literal(l) if l.value() == text));
+            if !held {
+                out.push(Failure {
+                    path: path.into(),
+                    constraint: "string or value object".into(),
+                    value: sent.map(Value::to_string),
+                    message: format!(
+                        "{path} is not the value the description holds under {name:?}: send it \
+                         once, under the key {name:?}, with the D23B context"
+                    ),
+                });
+            }
+        }
         // A new consignment's ids may not take the form of the node's: that text names the
         // record the node minted it for, and nothing else (`graphs::is_aig_id`), so a
         // consignment under it could never be found by it, nor kept unique by it. (An Update

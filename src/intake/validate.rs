@@ -131,7 +131,6 @@ impl Intake {
         })
     }
 
-    /// How many consignments shared with the caller `key` names. Blocking.
     /// How many consignments shared with the caller `key` names: 0, 1, or 2 for more than
     /// one (the answer stops reading at the second). Blocking.
     pub(super) fn shared_matches(&self, caller: &Caller, key: &str) -> Result<usize> {

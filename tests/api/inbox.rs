@@ -745,3 +745,47 @@ async fn ids_under_another_spelling_of_the_key_fail_the_task() {
     let list = ok_json(trader.get(&node, LIST).await).await;
     assert_eq!(list["entities"], json!([]), "{list:#}");
 }
+
+/// The value the node reads as sent must be the one the description holds: a target without
+/// the D23B context drops its `globalId` key, and a second value under the full IRI would be
+/// the one stored and signed while the node applied the Add to the first. And a document is
+/// sent as `"type": "Document"`: typed otherwise it passed the Document shape and was stored
+/// as an event.
+#[tokio::test]
+async fn the_value_read_is_the_one_the_description_holds() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let mut add = as_org(example("add-event"), trader.org());
+    let target = add["target"].as_object_mut().unwrap();
+    target.remove("@context");
+    target.insert(
+        "type".into(),
+        json!("https://vocabulary.uncefact.org/Consignment"),
+    );
+    target.insert(
+        "https://vocabulary.uncefact.org/globalId".into(),
+        json!("urn:uuid:00000000-0000-4000-8000-000000000000"),
+    );
+    let r = trader.post(&node, &add).await;
+    let status = r.status();
+    let body = json_body(r).await;
+    assert!(
+        status == StatusCode::BAD_REQUEST || body["status"] == "error",
+        "{status} {body:#}"
+    );
+    let events = ok_json(
+        trader
+            .get(&node, &format!("{LIST}/{IDENTIFIER}/events"))
+            .await,
+    )
+    .await;
+    assert_eq!(events["entities"], json!([]), "{events:#}");
+
+    let mut document = as_org(example("add-document"), trader.org());
+    let object = document["object"].as_object_mut().unwrap();
+    object.remove("type");
+    object.insert("@type".into(), json!("Document"));
+    let error = task_error(&trader.publish(&node, &document).await).to_string();
+    assert!(error.contains("object.type"), "{error}");
+}
