@@ -157,17 +157,11 @@ impl Outbox {
     }
 
     /// Gives the `Announce`s a node from before `dsn:announces` queued their consignment, so
-    /// that a policy's deletion finds them too. Once, at the first open of such a data dir,
-    /// before anything serves (`dsn:outboxAnnounces` in the layout graph says it ran).
+    /// that a policy's deletion finds them too. At every open, before anything serves (not
+    /// once: an earlier binary run on the data dir meanwhile may have queued more); an outbox
+    /// holds only what waits for partners, which delivery reads at every start as well.
     /// Blocking.
     pub fn index_announces(store: &Store) -> Result<usize> {
-        const MARKER: crate::store::graphs::LayoutMarker = crate::store::graphs::LayoutMarker {
-            property: "outboxAnnounces",
-            value: "indexed",
-        };
-        if store.upgraded(&MARKER)? {
-            return Ok(0);
-        }
         let p = dsn("outboxNotice");
         let mut missing = Vec::new();
         for q in store
@@ -186,13 +180,14 @@ impl Outbox {
                 }
             }
         }
-        store.write(|tx| {
-            for q in &missing {
-                tx.insert(q);
-            }
-            tx.insert(&MARKER.quad());
-            Ok(())
-        })?;
+        if !missing.is_empty() {
+            store.write(|tx| {
+                for q in &missing {
+                    tx.insert(q);
+                }
+                Ok(())
+            })?;
+        }
         Ok(missing.len())
     }
 
@@ -484,20 +479,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(Outbox::index_announces(&store).unwrap(), 2);
-        // Once: later opens skip it (every notice queued since has its index).
-        store
-            .write(|tx| {
-                tx.remove(&gone.announces().unwrap());
-                Ok(())
-            })
-            .unwrap();
         assert_eq!(Outbox::index_announces(&store).unwrap(), 0);
-        store
-            .write(|tx| {
-                tx.insert(&gone.announces().unwrap());
-                Ok(())
-            })
-            .unwrap();
         let record = crate::store::graphs::consignment(hex);
         let dropped = store
             .write(|tx| Outbox::drop_announces(tx, &[(record, gone.to.clone())]))
