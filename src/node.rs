@@ -330,6 +330,7 @@ fn federation_of(
         &config.federation_allow_http,
         std::time::Duration::from_millis(config.federation_timeout_ms),
         std::time::Duration::from_secs(config.federation_cache_secs),
+        &config.data_dir.join("seen-node-tokens"),
     )?))
 }
 

@@ -20,6 +20,7 @@
 pub mod did;
 pub mod notice;
 pub mod outbox;
+mod seen;
 pub mod token;
 mod vet;
 
@@ -101,6 +102,7 @@ impl Federation {
         allow_http: &[String],
         timeout: Duration,
         cache_ttl: Duration,
+        seen_tokens: &std::path::Path,
     ) -> Result<Self> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -115,7 +117,7 @@ impl Federation {
             tracing::warn!(hosts = ?resolver.allow_http(), "partner nodes on these hosts are reached over plain HTTP");
         }
         Ok(Self {
-            tokens: Tokens::new(identity.node_did(), &key)?,
+            tokens: Tokens::new(identity.node_did(), &key)?.persisted(seen_tokens)?,
             resolver,
             identity,
             key,

@@ -2,9 +2,11 @@
 //! calling node signs, naming itself (`iss`, its did:web), the organisation it acts for
 //! (`sub`, one of its own), the receiving node (`aud`), a unique `jti` and an `exp` at most
 //! [`MAX_LIFETIME_SECS`] after `iat`. The receiver checks the signature against the key in the
-//! caller's resolved DID document and refuses a `jti` it has already seen.
+//! caller's resolved DID document, refuses a token issued ahead of its clock by more than the
+//! leeway (it could be kept for later), and one whose `jti` it has already seen — before a
+//! restart too (`seen`).
 
-use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Mutex;
 
 use ed25519_dalek::pkcs8::EncodePrivateKey;
@@ -13,6 +15,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use super::did::{self, Resolver};
+use super::seen::Seen;
 use crate::error::{Error, Result};
 
 /// How long a token this node issues is valid.
@@ -43,7 +46,7 @@ pub struct Tokens {
     node_did: String,
     key: EncodingKey,
     /// `jti`s seen, with their expiry, until they expire.
-    seen: Mutex<HashMap<String, i64>>,
+    seen: Mutex<Seen>,
 }
 
 fn rejected(why: &str) -> Error {
@@ -56,7 +59,16 @@ impl Tokens {
         Ok(Self {
             node_did,
             key: EncodingKey::from_ed_der(der.as_bytes()),
-            seen: Mutex::new(HashMap::new()),
+            seen: Mutex::new(Seen::in_memory()),
+        })
+    }
+
+    /// The same, the seen `jti`s kept in the file `path` as well, so a restart forgets none.
+    pub fn persisted(self, path: &Path) -> Result<Self> {
+        let now = chrono::Utc::now().timestamp();
+        Ok(Self {
+            seen: Mutex::new(Seen::open(path, now, LEEWAY_SECS as i64)?),
+            ..self
         })
     }
 
@@ -113,6 +125,10 @@ impl Tokens {
         )
         .map_err(|e| rejected(&e.to_string()))?
         .claims;
+        let now = chrono::Utc::now().timestamp();
+        if claims.iat > now + LEEWAY_SECS as i64 {
+            return Err(rejected("iat is ahead of this node's clock"));
+        }
         if claims.exp - claims.iat > MAX_LIFETIME_SECS || claims.iat > claims.exp {
             return Err(rejected("lifetime too long"));
         }
@@ -122,14 +138,15 @@ impl Tokens {
         if claims.jti.is_empty() || claims.jti.len() > 200 {
             return Err(rejected("bad jti"));
         }
-        let now = chrono::Utc::now().timestamp();
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        seen.retain(|_, exp| *exp + LEEWAY_SECS as i64 >= now);
+        if claims.jti.contains(char::is_whitespace) {
+            return Err(rejected("bad jti"));
+        }
         let replay_key = format!("{issuer} {}", claims.jti);
-        if seen.contains_key(&replay_key) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if !seen.insert(replay_key, claims.exp, now, LEEWAY_SECS as i64)? {
             return Err(rejected("replayed"));
         }
-        seen.insert(replay_key, claims.exp);
+        drop(seen);
         Ok(NodeCaller {
             node: issuer,
             organization: claims.sub,

@@ -371,6 +371,87 @@ async fn node_tokens_are_verified_and_pulls_need_a_grant() {
     );
 }
 
+/// A token of `node` for `org` with the given `iat` and `exp`, signed with the node's key.
+fn token_dated(node: &TestNode, org: &str, audience: &str, iat: i64, exp: i64) -> String {
+    use ed25519_dalek::pkcs8::EncodePrivateKey;
+    let seed = std::fs::read_to_string(node.data_dir().join("secrets/node-ed25519-key")).unwrap();
+    let der = key_from(seed.trim()).to_pkcs8_der().unwrap();
+    let did = did_of(node);
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+    header.kid = Some(format!(
+        "{did}#{}",
+        dataspace_node::federation::did::KEY_FRAGMENT
+    ));
+    let claims = json!({"iss": did, "sub": org, "aud": audience, "iat": iat, "exp": exp,
+                        "jti": uuid::Uuid::new_v4().to_string()});
+    let key = jsonwebtoken::EncodingKey::from_ed_der(der.as_bytes());
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+/// A token cannot be made to last: one dated ahead of the receiver's clock is refused (it
+/// could be kept and used later), as is one valid for longer than 300 s; and one the
+/// receiver accepted before a restart is still a replay after it.
+#[tokio::test]
+async fn node_tokens_cannot_be_kept_for_later() {
+    let (mut ls, hosts) = listeners(2).await;
+    let b_listener = ls.pop().unwrap();
+    let a = federated(ls.pop().unwrap(), &hosts).await;
+    let b = federated(b_listener, &hosts).await;
+    let agency = Session::new(&b, "officer@kra.example").await;
+    let dataset =
+        graphs::contribution("5a5a5a5a5a5a4a5a8a5a5a5a5a5a5a5a", agency.org()).into_string();
+    let now = chrono::Utc::now().timestamp();
+    let ten_years = 10 * 365 * 86_400;
+    let cases = [
+        (now + ten_years, now + ten_years + 60, "ahead"),
+        (now + 120, now + 180, "ahead"),
+        (now - 10, now + 600, "lifetime"),
+    ];
+    for (iat, exp, why) in cases {
+        let token = token_dated(&b, agency.org(), &did_of(&a), iat, exp);
+        let r = pull(&a, &dataset, &token).await;
+        let body = assert_error(r, StatusCode::UNAUTHORIZED, "UnauthorizedError").await;
+        assert!(body.to_string().contains(why), "{iat} {exp}: {body}");
+    }
+    // Within the leeway, and valid: accepted (404: nothing is shared with the agency).
+    let token = token_dated(&b, agency.org(), &did_of(&a), now + 5, now + 65);
+    assert_eq!(
+        pull(&a, &dataset, &token).await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Used once, then A restarts (a clean stop, then a crash): still a replay.
+    let used = token_of(&b, agency.org(), &did_of(&a));
+    assert_eq!(
+        pull(&a, &dataset, &used).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let a = TestNode::start_again(a.halt().await).await;
+    let body = assert_error(
+        pull(&a, &dataset, &used).await,
+        StatusCode::UNAUTHORIZED,
+        "UnauthorizedError",
+    )
+    .await;
+    assert!(body.to_string().contains("replayed"), "{body}");
+    let a = crashed_and_restarted(a).await;
+    for t in [&used, &token] {
+        let body = assert_error(
+            pull(&a, &dataset, t).await,
+            StatusCode::UNAUTHORIZED,
+            "UnauthorizedError",
+        )
+        .await;
+        assert!(body.to_string().contains("replayed"), "{body}");
+    }
+    // A fresh token still works.
+    let fresh = token_of(&b, agency.org(), &did_of(&a));
+    assert_eq!(
+        pull(&a, &dataset, &fresh).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
 #[tokio::test]
 async fn notices_wait_in_the_outbox_until_the_receiver_is_back() {
     let (a, b, _operator, trader, agency, _) = a_trader_and_a_partners_agency().await;
