@@ -32,6 +32,12 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_BASE_URL")]
     pub base_url: Option<String>,
 
+    /// Accept a base URL other than the one the data dir records (its first start's). The
+    /// DIDs of the node and its organisations change with it: partners' policies, grants and
+    /// tokens naming the old ones stop matching.
+    #[arg(long, env = "DATASPACE_NODE_CHANGE_BASE_URL")]
+    pub change_base_url: bool,
+
     /// Lifetime of a login session (its JWT), in seconds.
     #[arg(
         long,
@@ -238,6 +244,7 @@ impl Config {
             data_dir: data_dir.into(),
             api_key: None,
             base_url: None,
+            change_base_url: false,
             session_lifetime_secs: 3600,
             body_limit_bytes: 10 * 1024 * 1024,
             max_connections: 10_000,

@@ -95,6 +95,13 @@ struct ImportArgs {
     /// File to read; standard input when absent.
     #[arg(long, short)]
     input: Option<PathBuf>,
+    /// The base URL the node will serve this data dir under: refused when the export records
+    /// another, unless --change-base-url.
+    #[arg(long, env = "DATASPACE_NODE_BASE_URL")]
+    base_url: Option<String>,
+    /// Accept a base URL other than the one the export records (the DIDs change with it).
+    #[arg(long, env = "DATASPACE_NODE_CHANGE_BASE_URL")]
+    change_base_url: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -145,6 +152,7 @@ async fn cli() -> std::process::ExitCode {
                 &a.data_dir,
                 a.format,
                 a.input.as_deref(),
+                a.base_url.as_deref().map(|u| (u, a.change_base_url)),
             ))
         }
     };

@@ -63,6 +63,7 @@ impl Node {
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
         let (store, queries) = store_of(&config)?;
+        store.check_base_url(identity.base_url(), config.change_base_url)?;
         let store_ms = started.elapsed().as_millis();
         let accounts = Arc::new(Accounts::open(
             store.clone(),

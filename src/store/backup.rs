@@ -96,6 +96,8 @@ pub enum BackupError {
     },
     #[error("store: {0}")]
     Store(#[from] StorageError),
+    #[error("{0}; nothing was imported")]
+    BaseUrl(String),
 }
 
 type Result<T> = std::result::Result<T, BackupError>;
@@ -300,7 +302,19 @@ pub fn import_command(
     data_dir: &Path,
     format: Option<Format>,
     input: Option<&Path>,
+    base_url: Option<(&str, bool)>,
 ) -> Result<String> {
+    let base_url = match base_url {
+        Some((url, change)) => Some((
+            crate::identity::NodeIdentity::new(url)
+                .map_err(|e| BackupError::BaseUrl(e.to_string()))?
+                .base_url()
+                .to_owned(),
+            change,
+        )),
+        None => None,
+    };
+    let base_url = base_url.as_ref().map(|(u, c)| (u.as_str(), *c));
     let imported = match input {
         Some(file) => {
             let format = format
@@ -308,13 +322,20 @@ pub fn import_command(
                 .ok_or_else(|| BackupError::UnknownFormat(file.to_owned()))?;
             let name = file.display().to_string();
             let reader = File::open(file).map_err(io_error(format!("opening {name}")))?;
-            import(data_dir, format, io::BufReader::new(reader), &name)?
+            import_checked(
+                data_dir,
+                format,
+                io::BufReader::new(reader),
+                &name,
+                base_url,
+            )?
         }
-        None => import(
+        None => import_checked(
             data_dir,
             format.unwrap_or(Format::NQuads),
             io::stdin().lock(),
             "standard input",
+            base_url,
         )?,
     };
     Ok(format!(
@@ -350,10 +371,23 @@ pub fn import(
     input: impl Read,
     input_name: &str,
 ) -> Result<Imported> {
+    import_checked(data_dir, format, input, input_name, None)
+}
+
+/// [`import`], the base URL the export records checked against `base_url` (recorded when it
+/// records none; another refused unless the flag says the change is meant), as a start of
+/// the node would.
+pub fn import_checked(
+    data_dir: &Path,
+    format: Format,
+    input: impl Read,
+    input_name: &str,
+    base_url: Option<(&str, bool)>,
+) -> Result<Imported> {
     let path = store_path(data_dir);
     let created_dir = !data_dir.exists();
     let created_store = !path.exists();
-    let result = load(&path, format, input, input_name);
+    let result = load(&path, format, input, input_name, base_url);
     if result.is_err() {
         // Leave nothing the import created: a restored data dir is only ever a complete one.
         if created_dir {
@@ -365,7 +399,13 @@ pub fn import(
     result
 }
 
-fn load(path: &Path, format: Format, input: impl Read, input_name: &str) -> Result<Imported> {
+fn load(
+    path: &Path,
+    format: Format,
+    input: impl Read,
+    input_name: &str,
+    base_url: Option<(&str, bool)>,
+) -> Result<Imported> {
     fs::create_dir_all(path).map_err(io_error(path.display().to_string()))?;
     let store = open_alone(path)?;
     if !store.is_empty()? {
@@ -387,6 +427,10 @@ fn load(path: &Path, format: Format, input: impl Read, input_name: &str) -> Resu
         .map_err(|e| loader_error(e, input_name))?;
     // Atomic mode: nothing is in the store before this.
     loader.commit()?;
+    if let Some((url, change)) = base_url {
+        super::base_url::check_in(&store, url, change)
+            .map_err(|e| BackupError::BaseUrl(e.to_string()))?;
+    }
     store.flush()?;
     Ok(Imported { quads })
 }

@@ -7,6 +7,7 @@
 
 pub mod activities;
 pub mod backup;
+pub mod base_url;
 pub mod bulk;
 pub mod events;
 pub mod graphs;

@@ -520,3 +520,88 @@ async fn lines_and_files_over_the_body_limit_are_refused_without_being_read_whol
         "{stderr}"
     );
 }
+
+/// The node's identity is its base URL: the data dir records the first start's, and `load`,
+/// `serve` and `import` under another refuse, naming both, unless `--change-base-url`.
+#[tokio::test]
+async fn a_data_dir_keeps_the_base_url_it_was_first_served_under() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let base = node.base.clone();
+    let halted = node.halt().await;
+    let data = halted.0.data_dir.clone();
+    let file = halted.2.path().join("one.jsonl");
+    std::fs::write(&file, history(trader.org())[0].to_string()).unwrap();
+    let elsewhere = "https://node.example.com";
+    let names_both = |out: &Output| {
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "{said}");
+        assert!(said.contains(&base) && said.contains(elsewhere), "{said}");
+        assert!(said.contains("--change-base-url"), "{said}");
+    };
+    names_both(&load(elsewhere, &data, trader.org(), &[&file]).await);
+
+    let serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--base-url", elsewhere])
+        .arg("--data-dir")
+        .arg(&data)
+        .env_remove("DATASPACE_NODE_DATA_DIR")
+        .kill_on_drop(true)
+        .output();
+    // Generous: a refusal is immediate; a node that started would never end by itself.
+    let out = tokio::time::timeout(std::time::Duration::from_secs(120), serve)
+        .await
+        .expect("serve under another base URL must exit")
+        .unwrap();
+    names_both(&out);
+
+    // An export carries the base URL: an import under another is refused and leaves nothing.
+    let export = halted.2.path().join("all.nq");
+    let out = cli(
+        &["export", "--data-dir", data.to_str().unwrap(), "--output"],
+        &export,
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let restored = tempfile::tempdir().unwrap();
+    let target = restored.path().join("node");
+    let import = |extra: Option<&'static str>| {
+        let target = target.to_str().unwrap().to_owned();
+        let export = export.clone();
+        async move {
+            let mut args = vec!["import", "--base-url", elsewhere, "--data-dir", &target];
+            args.extend(extra);
+            args.push("--input");
+            cli(&args, &export).await
+        }
+    };
+    names_both(&import(None).await);
+    assert!(!target.exists());
+    let out = import(Some("--change-base-url")).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Nothing was loaded, and the node still starts under its own URL.
+    let node = TestNode::start_again(halted).await;
+    let own = ok_json(trader.get(&node, LIST).await).await;
+    assert_eq!(own["entities"].as_array().unwrap().len(), 0);
+}
+
+/// `dataspace-node ARGS… FILE`.
+async fn cli(args: &[&str], file: &Path) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
+        .args(args)
+        .arg(file)
+        .env_remove("DATASPACE_NODE_DATA_DIR")
+        .env_remove("DATASPACE_NODE_BASE_URL")
+        .output()
+        .await
+        .expect("run dataspace-node")
+}
