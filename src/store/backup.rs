@@ -250,7 +250,14 @@ pub fn export_to_file(data_dir: &Path, format: Format, file: &Path) -> Result<Ex
         std::process::id()
     ));
     let result = (|| {
-        let out = File::create(&partial).map_err(io_error(partial.display().to_string()))?;
+        // It holds password and key hashes: readable by the node's user alone, as the secrets.
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let out = options
+            .open(&partial)
+            .map_err(io_error(partial.display().to_string()))?;
         let exported = export(data_dir, format, &out)?;
         out.sync_all()
             .map_err(io_error(partial.display().to_string()))?;

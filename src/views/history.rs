@@ -268,7 +268,9 @@ pub fn parse_at(raw: &str) -> Result<DateTime<FixedOffset>> {
     let at = DateTime::parse_from_rfc3339(raw.trim()).map_err(|_| {
         Error::invalid_field(
             "at",
-            "not an ISO 8601 date-time with a time zone (e.g. 2026-03-01T12:00:00Z)",
+            "not an ISO 8601 date-time with a time zone (e.g. 2026-03-01T12:00:00Z or \
+             2026-03-01T15:00:00%2B03:00: in a query string a `+` must be sent as %2B, a bare \
+             `+` reads as a space)",
         )
     })?;
     // chrono takes `:60` (a leap second) as a second past 59; RDF's xsd:dateTime does not.

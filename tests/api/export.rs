@@ -201,6 +201,10 @@ async fn a_backup_restores_a_node_that_answers_as_before() {
 
     let old = p.node.stop().await;
     let said = succeeded(&export_to(old.path(), &first).await);
+    // Password and key hashes: the node's user alone reads the file.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&first).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
     let text = std::fs::read_to_string(&first).unwrap();
     // Derived markers stay out of a backup: the restored node writes them again.
     assert!(!text.contains("urn:dataspace-node:system:readable"));

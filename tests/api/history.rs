@@ -437,6 +437,16 @@ async fn reads_at_an_instant_answer_as_the_data_stood_then() {
         .await;
         assert!(body.to_string().contains("at"), "{bad}: {body}");
     }
+    // An offset's `+` left unencoded reads as a space: the answer says how to send it.
+    let body = assert_error(
+        trader
+            .get(&node, &format!("{view}?at=2026-03-01T12:00:00+03:00"))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "GeneralError",
+    )
+    .await;
+    assert!(body.to_string().contains("%2B"), "{body}");
     let outsider = Session::new(&node, "ops@elsewhere.example").await;
     assert_error(
         outsider.get(&node, &at(&view, &created)).await,

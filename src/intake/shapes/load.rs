@@ -94,6 +94,7 @@ fn property_shape(graph: &Graph, node: &NamedOrBlankNode) -> Result<PropertyShap
         datatype: None,
         node_kind: None,
         pattern: None,
+        message: None,
         min_length: None,
         max_length: None,
         has_value: None,
@@ -143,6 +144,12 @@ fn property_shape(graph: &Graph, node: &NamedOrBlankNode) -> Result<PropertyShap
                 };
                 let regex = Regex::new(l.value()).map_err(|e| format!("sh:pattern {l}: {e}"))?;
                 ps.pattern = Some((regex, l.value().to_owned()));
+            }
+            Some("message") => {
+                let TermRef::Literal(l) = o else {
+                    return Err("sh:message must be a string".into());
+                };
+                ps.message = Some(l.value().to_owned());
             }
             Some("in") => ps.allowed = Some(list(graph, o).map_err(|e| format!("sh:in: {e}"))?),
             Some("or") => {

@@ -66,6 +66,8 @@ struct PropertyShape {
     datatype: Option<NamedNode>,
     node_kind: Option<NodeKind>,
     pattern: Option<(Regex, String)>,
+    /// `sh:message`: what a value failing the pattern is not, said instead of the pattern.
+    message: Option<String>,
     min_length: Option<usize>,
     max_length: Option<usize>,
     has_value: Option<Term>,
@@ -93,6 +95,7 @@ pub struct Shapes {
 pub struct Index<'a> {
     out: HashMap<&'a NamedOrBlankNode, Vec<&'a Triple>>,
     labels: &'a HashMap<oxigraph::model::BlankNode, String>,
+    paths: &'a HashMap<NamedOrBlankNode, String>,
 }
 
 impl<'a> Index<'a> {
@@ -104,6 +107,7 @@ impl<'a> Index<'a> {
         Self {
             out,
             labels: &expansion.labels,
+            paths: &expansion.node_paths,
         }
     }
 
@@ -117,6 +121,15 @@ impl<'a> Index<'a> {
                 _ => "(a nested object)".to_owned(),
             },
             other => display(other),
+        }
+    }
+
+    /// Where `node` was written in the document, array indexes included; else `fallback`
+    /// (the path of the property that led to it).
+    fn path_of(&self, node: &NamedOrBlankNode, fallback: &str) -> String {
+        match self.paths.get(node) {
+            Some(p) if !p.is_empty() => p.clone(),
+            _ => fallback.to_owned(),
         }
     }
 

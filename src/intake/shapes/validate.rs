@@ -82,11 +82,13 @@ impl Shapes {
         match value {
             Term::NamedNode(n) => {
                 let n = NamedOrBlankNode::from(n.clone());
-                self.validate_node(index, shape_name, &n, here, out, seen)
+                let path = index.path_of(&n, here);
+                self.validate_node(index, shape_name, &n, &path, out, seen)
             }
             Term::BlankNode(b) => {
                 let b = NamedOrBlankNode::from(b.clone());
-                self.validate_node(index, shape_name, &b, here, out, seen)
+                let path = index.path_of(&b, here);
+                self.validate_node(index, shape_name, &b, &path, out, seen)
             }
             other => out.push(Failure {
                 path: here.to_owned(),

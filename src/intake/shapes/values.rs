@@ -75,11 +75,18 @@ fn check_text(
 ) {
     if let Some((regex, source)) = &ps.pattern {
         if !regex.is_match(text) {
-            fail(
-                format!("sh:pattern {source}"),
-                Some(value),
-                format!("{here} has the value {shown:?}, which does not match {source}"),
-            );
+            // A pattern of hundreds of characters (dates) tells a caller less than a word.
+            let (constraint, message) = match &ps.message {
+                Some(said) => (
+                    "sh:pattern".to_owned(),
+                    format!("{here} has the value {shown:?}, which is {said}"),
+                ),
+                None => (
+                    format!("sh:pattern {source}"),
+                    format!("{here} has the value {shown:?}, which does not match {source}"),
+                ),
+            };
+            fail(constraint, Some(value), message);
         }
     }
     if let Some(min) = ps.min_length {

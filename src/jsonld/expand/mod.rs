@@ -31,6 +31,10 @@ pub struct Expansion {
     /// The document's label of each blank node written `_:label` (e.g. a code that AS2's
     /// `@vocab: "_:"` turned into a blank node), so errors can show what was sent.
     pub labels: HashMap<BlankNode, String>,
+    /// Where each node object was written (`object.arrivalEvent[0]`), the first place when
+    /// several name one node: the shape checks report failures at the path as sent, array
+    /// indexes included, which RDF alone cannot give.
+    pub node_paths: HashMap<NamedOrBlankNode, String>,
 }
 
 /// Dropped keys listed at most: each is a failure of the inbox's checks, and a 300 KB body of
@@ -152,6 +156,10 @@ impl<'a> Expander<'a> {
         if !path.contains(['.', '[']) {
             self.subjects.insert(path.to_owned(), subject.clone());
         }
+        self.out
+            .node_paths
+            .entry(subject.clone())
+            .or_insert_with(|| path.to_owned());
         if let Some((key, value)) = keys.types {
             self.types(&subject, value, &ctx, &join(path, key))?;
         }
