@@ -210,9 +210,18 @@ pub struct ReplicaConfig {
     #[arg(long, env = "DATASPACE_NODE_REPLICA_USER")]
     pub replica_user: Option<String>,
 
-    /// Password of --replica-user.
+    /// Password of --replica-user. Prefer the environment variable or
+    /// --replica-password-file: a command line is visible to every user of the machine.
     #[arg(long, env = "DATASPACE_NODE_REPLICA_PASSWORD", hide_env_values = true)]
     pub replica_password: Option<String>,
+
+    /// File holding the password of --replica-user (one line; a final newline is dropped).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_REPLICA_PASSWORD_FILE",
+        conflicts_with = "replica_password"
+    )]
+    pub replica_password_file: Option<PathBuf>,
 
     /// Longest replication lag, in milliseconds, at which `/sparql` still answers from the
     /// replica; beyond it the embedded store answers.
@@ -231,6 +240,7 @@ impl Default for ReplicaConfig {
             replica_update_url: None,
             replica_user: None,
             replica_password: None,
+            replica_password_file: None,
             replica_max_lag_ms: 5000,
         }
     }

@@ -139,7 +139,10 @@ async fn answer(
     };
     let (media_type, _) = negotiate(headers, offers)?;
     let lag = node.sparql.replica().map(|r| r.lag_ms());
-    let from_replica = match node.sparql.replica().filter(|r| r.usable()) {
+    let on_replica_path = |r: &&Arc<Replica>| {
+        r.usable_for(&caller.organization) && crate::sparql::replica_answers_alike(&parsed)
+    };
+    let from_replica = match node.sparql.replica().filter(on_replica_path) {
         Some(replica) => {
             let (text, back) = {
                 let (node, caller) = (node.clone(), caller.clone());

@@ -17,6 +17,9 @@ pub enum Failure {
     Unavailable(String),
     /// The replica refused the request (4xx other than an answered challenge).
     Refused(String),
+    /// The replica cannot run this query (a 400, its SPARQL compiler's error, an answer cut
+    /// or unreadable): the store answers it, and the replica stays in use for the others.
+    Query(String),
     /// No answer within the request's time limit.
     TimedOut,
 }
@@ -26,6 +29,7 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Unavailable(why) => write!(f, "replica unavailable: {why}"),
             Failure::Refused(why) => write!(f, "replica refused the request: {why}"),
+            Failure::Query(why) => write!(f, "the replica cannot run this query: {why}"),
             Failure::TimedOut => write!(f, "the replica did not answer in time"),
         }
     }
@@ -66,10 +70,15 @@ impl Client {
             Some(u) => parse("replica-update-url", u)?,
             None => query_url.clone(),
         };
-        let credentials = match (&config.replica_user, &config.replica_password) {
-            (Some(u), p) => Some((u.clone(), p.clone().unwrap_or_default())),
-            _ => None,
+        let password = match (&config.replica_password, &config.replica_password_file) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Some(file)) => Some(read_password(file)?),
+            (None, None) => None,
         };
+        let credentials = config
+            .replica_user
+            .as_ref()
+            .map(|u| (u.clone(), password.unwrap_or_default()));
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // The replica is the operator's own service, named by configuration: no redirects
@@ -158,14 +167,14 @@ impl Client {
             if status.is_success() {
                 return Ok(response);
             }
-            let text = response.text().await.unwrap_or_default();
+            // Only what a message needs: an error body is read under a small cap.
+            let text = crate::capped::bytes(response, ERROR_BODY_BYTES)
+                .await
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
             let text: String = text.chars().take(300).collect();
             let why = format!("{status}: {}", text.trim());
-            return Err(if status.is_server_error() {
-                Failure::Unavailable(why)
-            } else {
-                Failure::Refused(why)
-            });
+            return Err(classify(status, why));
         }
         Err(Failure::Refused(
             "401: the replica refused the configured credentials".into(),
@@ -234,10 +243,72 @@ impl Client {
     }
 }
 
+/// Most of a refusal's body read (its first 300 characters are kept).
+const ERROR_BODY_BYTES: usize = 4096;
+
+/// A failed request by its status and the replica's message (`"<status>: <body>"`): a 400,
+/// or a server error of Virtuoso's SPARQL compiler or of the query's own data (SQL states
+/// 37000 syntax, 42000 and 42S.. semantics, 22... data), says the query cannot run there;
+/// other 4xx say the node's requests are refused (credentials, endpoint); other 5xx that
+/// the replica is unwell.
+fn classify(status: StatusCode, why: String) -> Failure {
+    let body = why.split_once(": ").map_or("", |(_, b)| b);
+    let query_error = [
+        "Virtuoso 37000",
+        "Virtuoso 42000",
+        "Virtuoso 42S",
+        "Virtuoso 22",
+    ]
+    .iter()
+    .any(|state| body.starts_with(state));
+    if status == StatusCode::BAD_REQUEST || (status.is_server_error() && query_error) {
+        Failure::Query(why)
+    } else if status.is_server_error() {
+        Failure::Unavailable(why)
+    } else {
+        Failure::Refused(why)
+    }
+}
+
 fn transport(e: reqwest::Error) -> Failure {
     if e.is_timeout() {
         Failure::TimedOut
     } else {
         Failure::Unavailable(e.to_string())
+    }
+}
+
+/// The password of `--replica-password-file`: its first line.
+fn read_password(file: &std::path::Path) -> crate::error::Result<String> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        crate::error::Error::internal(format!("--replica-password-file {}: {e}", file.display()))
+    })?;
+    Ok(text.lines().next().unwrap_or_default().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_the_replica_cannot_run_is_told_from_a_replica_that_is_unwell() {
+        let query = |status: u16, body: &str| {
+            let status = StatusCode::from_u16(status).unwrap();
+            classify(status, format!("{status}: {body}"))
+        };
+        assert!(matches!(query(400, "bad"), Failure::Query(_)));
+        let compiler = "Virtuoso 37000 Error SP030: SPARQL compiler, line 1: syntax error";
+        assert!(matches!(query(500, compiler), Failure::Query(_)));
+        assert!(matches!(
+            query(500, "Virtuoso 42000 Error SR..."),
+            Failure::Query(_)
+        ));
+        assert!(matches!(
+            query(500, "Virtuoso 08C01 Error CL..."),
+            Failure::Unavailable(_)
+        ));
+        assert!(matches!(query(503, ""), Failure::Unavailable(_)));
+        assert!(matches!(query(404, "Not found"), Failure::Refused(_)));
+        assert!(matches!(query(403, ""), Failure::Refused(_)));
     }
 }

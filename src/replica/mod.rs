@@ -22,7 +22,7 @@ pub mod query;
 pub mod sync;
 pub mod update;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,13 @@ struct State {
     /// The last batch was acknowledged whole (see `sync::ship`); false after a failure and
     /// at start-up.
     clean: bool,
+    /// Per organisation, the log entry of the last commit that changed its readable markers
+    /// (a grant given or revoked); `""` stands for every organisation (a circle changed).
+    /// Until the replica has that entry, the organisation's queries go to the store.
+    watermarks: HashMap<String, u64>,
+    /// Organisations whose markers the commit being applied changed: its log entry, the
+    /// commit's last event, gives their watermark.
+    marked: Vec<String>,
 }
 
 fn now_ms() -> i64 {
@@ -97,6 +104,8 @@ impl Replica {
                 failing: false,
                 paused_until: None,
                 clean: false,
+                watermarks: HashMap::new(),
+                marked: Vec::new(),
             }),
             wake: Notify::new(),
         });
@@ -132,6 +141,23 @@ impl Replica {
             && state.paused_until.is_none_or(|t| Instant::now() >= t)
     }
 
+    /// Whether `organization`'s query may go to the replica now: [`Replica::usable`], and the
+    /// replica has every change of what the organisation may read — a query after a
+    /// revocation never reads the replica's markers of before it.
+    pub fn usable_for(&self, organization: &str) -> bool {
+        if !self.usable() {
+            return false;
+        }
+        let state = self.state();
+        let Some(oldest) = state.unshipped.front().map(|(seq, _)| *seq) else {
+            return true;
+        };
+        [organization, ""]
+            .iter()
+            .filter_map(|o| state.watermarks.get(*o))
+            .all(|mark| *mark < oldest)
+    }
+
     /// Runs `text` on the replica; a failure pauses the replica for queries a moment.
     pub async fn query(
         &self,
@@ -142,7 +168,8 @@ impl Replica {
     ) -> std::result::Result<Outcome, Failure> {
         let result = query::run(&self.client, text, graph, timeout, cap).await;
         match &result {
-            Err(Failure::TimedOut) | Ok(_) => {}
+            // This query's own trouble: the store answers it, the replica the others.
+            Err(Failure::TimedOut) | Err(Failure::Query(_)) | Ok(_) => {}
             Err(e) => {
                 let mut state = self.state();
                 let first = state.paused_until.is_none();
@@ -234,6 +261,8 @@ impl Replica {
         {
             state.unshipped.pop_front();
         }
+        // Marks the replica has passed hold nothing back any more.
+        state.watermarks.retain(|_, mark| *mark > through);
     }
 
     /// Checks the replica's position against the log: within it, shipping resumes from the
@@ -273,12 +302,25 @@ impl Replica {
     }
 }
 
-/// Each logged commit wakes the shipper and starts counting its lag.
+/// Each logged commit wakes the shipper and starts counting its lag; a commit that changed
+/// what organisations may read sets their watermark to its log entry.
 impl ReadModel for Replica {
     fn apply(&self, event: &Committed) {
-        if let Committed::ReplicationLogged { seq, ms } = event {
-            self.state().unshipped.push_back((*seq, *ms));
-            self.wake.notify_one();
+        let mut state = self.state();
+        match event {
+            Committed::Shared { org, .. } | Committed::Unshared { org, .. } => {
+                state.marked.push(org.clone());
+            }
+            Committed::CircleChanged { .. } => state.marked.push(String::new()),
+            Committed::ReplicationLogged { seq, ms } => {
+                for org in std::mem::take(&mut state.marked) {
+                    state.watermarks.insert(org, *seq);
+                }
+                state.unshipped.push_back((*seq, *ms));
+                drop(state);
+                self.wake.notify_one();
+            }
+            _ => {}
         }
     }
 }

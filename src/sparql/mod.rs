@@ -10,6 +10,7 @@
 //! - Query only: an update is refused (403), `SERVICE` too (400).
 //! - A time limit that cancels the evaluation, and a cap on result rows.
 
+mod alike;
 mod calls;
 pub mod depth;
 pub mod guard;
@@ -46,6 +47,8 @@ pub enum Form {
 }
 
 pub use crate::rdf::Answer;
+
+pub use alike::replica_answers_alike;
 
 /// A parsed query, ready to run.
 pub struct Parsed {

@@ -41,9 +41,12 @@ impl Sparql {
     }
 }
 
-/// A SELECT answering at most `limit` rows (its own LIMIT kept when smaller). Not an
-/// ordered one: Virtuoso refuses to sort for a LIMIT above its `MaxSortedTopRows` (10,000 by
-/// default); its rows are counted as they come instead.
+/// Virtuoso's default `MaxSortedTopRows`: it refuses to sort for a larger LIMIT.
+const MAX_SORTED_TOP_ROWS: usize = 10_000;
+
+/// A SELECT answering at most `limit` rows (its own LIMIT kept when smaller). An ordered one
+/// only when `limit` is within Virtuoso's `MaxSortedTopRows`; above, its rows are counted as
+/// they come, and the answer read under a byte cap (`replica::query`).
 fn capped(query: spargebra::Query, limit: usize) -> spargebra::Query {
     use spargebra::algebra::GraphPattern;
     fn ordered(p: &GraphPattern) -> bool {
@@ -64,7 +67,7 @@ fn capped(query: spargebra::Query, limit: usize) -> spargebra::Query {
     else {
         return query;
     };
-    if ordered(&pattern) {
+    if ordered(&pattern) && limit > MAX_SORTED_TOP_ROWS {
         return spargebra::Query::Select {
             dataset,
             pattern,

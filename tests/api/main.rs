@@ -22,6 +22,7 @@ mod process;
 mod reads;
 mod realworld;
 mod replica;
+mod replica_corpus;
 mod sessions;
 mod shacl;
 mod sharing;

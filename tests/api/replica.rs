@@ -509,3 +509,165 @@ async fn the_replicas_own_functions_are_refused_before_it_sees_the_query() {
     let body: serde_json::Value = r.json().await.unwrap();
     assert_eq!(body["results"]["bindings"][0]["x"]["value"], "7");
 }
+
+/// A TCP relay to the replica's update endpoint that can be held: while held it forwards
+/// nothing (new and open connections alike), so the node's shipment waits without failing.
+struct Relay {
+    port: u16,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    async fn to(target_port: u16) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (open, watch) = tokio::sync::watch::channel(true);
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", target_port)).await
+                else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                tokio::spawn(Self::pump(cr, sw, watch.clone()));
+                tokio::spawn(Self::pump(sr, cw, watch.clone()));
+            }
+        });
+        Self { port, open }
+    }
+
+    async fn pump(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        mut open: tokio::sync::watch::Receiver<bool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let Ok(n) = from.read(&mut buf).await else {
+                return;
+            };
+            if n == 0 {
+                return;
+            }
+            // Held: the bytes wait here until the relay opens again.
+            if open.wait_for(|o| *o).await.is_err() {
+                return;
+            }
+            if to.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn hold(&self) {
+        self.open.send_replace(false);
+    }
+
+    fn release(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+/// Identifiers of the consignments `who` reads through the endpoint, and where the answer
+/// came from.
+async fn identifiers(node: &TestNode, who: &Session) -> (Vec<String>, String) {
+    let q = format!("{PREFIXES}SELECT ?x WHERE {{ ?s dsn:identifier ?x }}");
+    let r = node
+        .client
+        .get(node.url(SPARQL))
+        .query(&[("query", q.as_str()), ("scope", "all")])
+        .header("x-api-key", &who.account.api_key)
+        .bearer_auth(&who.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let source = r.headers()["sparql-source"].to_str().unwrap().to_owned();
+    let body: serde_json::Value = r.json().await.unwrap();
+    let ids = body["results"]["bindings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["x"]["value"].as_str().unwrap().to_owned())
+        .collect();
+    (ids, source)
+}
+
+/// A revocation the replica has not applied yet is never read there: the organisation it
+/// concerns is answered by the store until the replica has the change, while the others
+/// keep the replica.
+#[tokio::test]
+async fn a_revoked_agency_is_answered_by_the_store_until_the_replica_has_the_revocation() {
+    let v = Virtuoso::start().await;
+    let relay = Relay::to(v.http_port).await;
+    let node = TestNode::start_with(|c| {
+        v.configure(c);
+        c.replica.replica_update_url = Some(format!("http://127.0.0.1:{}/sparql-auth", relay.port));
+        // Lag alone never sends queries to the store here: only the watermark can.
+        c.replica.replica_max_lag_ms = 600_000;
+    })
+    .await;
+    let (operator, trader, agency, policy) = kenya_circle_with_policy(&node).await;
+    trader.publish_example(&node, "create-consignment").await;
+    caught_up(&node, &agency).await;
+    let (ids, source) = identifiers(&node, &agency).await;
+    assert_eq!(
+        (ids, source.as_str()),
+        (vec!["FWD-2026-000417".to_owned()], "replica")
+    );
+
+    // The replica gets nothing more; the policy goes.
+    relay.hold();
+    operator
+        .delete(&node, policy["uid"].as_str().unwrap())
+        .await;
+    let (ids, source) = identifiers(&node, &agency).await;
+    assert_eq!(ids, Vec::<String>::new(), "read after the revocation");
+    assert_eq!(source, "store");
+    // The trader's readable graphs did not change: it stays on the replica.
+    let (ids, source) = identifiers(&node, &trader).await;
+    assert_eq!(
+        (ids, source.as_str()),
+        (vec!["FWD-2026-000417".to_owned()], "replica")
+    );
+
+    // Once the replica has the revocation, the agency is back on it, still reading nothing.
+    relay.release();
+    caught_up(&node, &agency).await;
+    let (ids, source) = identifiers(&node, &agency).await;
+    assert_eq!((ids, source.as_str()), (Vec::<String>::new(), "replica"));
+}
+
+/// One organisation's query the replica cannot run as the store does (here a negated path of
+/// any length, which Virtuoso refuses) is answered by the store, that query alone: the next
+/// organisation's query still goes to the replica.
+#[tokio::test]
+async fn a_query_the_replica_cannot_run_leaves_the_replica_to_the_others() {
+    let v = Virtuoso::start().await;
+    let node = TestNode::start_with(|c| {
+        v.configure(c);
+        c.replica.replica_max_lag_ms = 0;
+    })
+    .await;
+    let (_operator, trader, agency) = kenya_circle(&node).await;
+    trader.publish_example(&node, "create-consignment").await;
+    caught_up(&node, &agency).await;
+    for _ in 0..3 {
+        let r = query(
+            &node,
+            &trader,
+            "SELECT ?s ?o WHERE { ?s (!<urn:x>)+ ?o } LIMIT 1",
+            &[],
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()["sparql-source"], "store");
+        let (ids, source) = identifiers(&node, &agency).await;
+        assert_eq!(
+            (ids, source.as_str()),
+            (vec!["FWD-2026-000417".to_owned()], "replica")
+        );
+    }
+}

@@ -51,10 +51,10 @@ fn defined(vocabulary: &Graph) -> BTreeSet<String> {
 /// One node with everything the node writes: four consignments (one updated to another
 /// port), policies with every operand, events of the publisher and of a border agency, a
 /// document in two revisions and an external one.
-struct World {
-    node: TestNode,
-    trader: Session,
-    kenya: Session,
+pub struct World {
+    pub node: TestNode,
+    pub trader: Session,
+    pub kenya: Session,
 }
 
 /// Sets the scheduled departure of a consignment activity.
@@ -64,7 +64,13 @@ fn departing(activity: &mut Value, at: &str) {
 }
 
 async fn world() -> World {
-    let node = TestNode::start().await;
+    world_on(TestNode::start().await).await
+}
+
+/// The analyst queries' world on `node`: a trader, the Kenyan and Tanzanian agencies and a
+/// terminal operator with their policies, consignments updated across ports, events and
+/// document revisions.
+pub async fn world_on(node: TestNode) -> World {
     let (operator, trader, kenya) = kenya_circle(&node).await;
     let tanzania = Session::new(&node, "officer@tra.example").await;
     let santos = Session::new(&node, "ops@santos-terminal.example").await;
@@ -340,7 +346,7 @@ fn check_domains_and_ranges(vocabulary: &Graph, quads: &[Quad]) {
 }
 
 /// The README's analyst queries, by their `<!-- analyst-query: name -->` marker.
-fn readme_queries() -> Vec<(String, String)> {
+pub fn readme_queries() -> Vec<(String, String)> {
     let readme = include_str!("../../README.md");
     let marker = "<!-- analyst-query: ";
     let mut out = Vec::new();

@@ -119,8 +119,12 @@ impl Virtuoso {
         config.replica.replica_password = Some("dba".into());
     }
 
-    /// The same as command-line arguments of `dataspace-node`.
+    /// The same as command-line arguments of `dataspace-node`, the password in a file (as the
+    /// README recommends: a command line is visible to every user of the machine).
     pub fn args(&self) -> Vec<String> {
+        let password = self.dir.path().join("replica-password");
+        // With a final newline, as an editor or `echo` writes it.
+        std::fs::write(&password, "dba\n").unwrap();
         vec![
             "--replica-query-url".into(),
             self.sparql_url(),
@@ -128,8 +132,8 @@ impl Virtuoso {
             format!("http://127.0.0.1:{}/sparql-auth", self.http_port),
             "--replica-user".into(),
             "dba".into(),
-            "--replica-password".into(),
-            "dba".into(),
+            "--replica-password-file".into(),
+            password.to_str().unwrap().into(),
         ]
     }
 
