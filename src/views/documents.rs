@@ -121,7 +121,10 @@ impl Views {
         };
         let entities = rows
             .iter()
-            .map(|row| self.attachment(&document_part(row), text(row, "aig"), LinkUse::List))
+            .map(|row| {
+                let part = document_part(row);
+                self.attachment(&part, text(row, "aig"), LinkUse::List, org)
+            })
             .collect();
         Ok(Page::new(entities, cursor))
     }
@@ -191,7 +194,9 @@ impl Views {
                 ],
             )?;
             if let Some(row) = rows.first() {
-                return Ok(self.attachment(&document_part(row), text(row, "aig"), LinkUse::Single));
+                let part = document_part(row);
+                let org = caller.organization.as_str();
+                return Ok(self.attachment(&part, text(row, "aig"), LinkUse::Single, org));
             }
         }
         Err(Error::NotFound(
@@ -218,30 +223,32 @@ impl Views {
             if seen.insert(revision.document_id.clone()) {
                 out.push(match &part.partner {
                     Some(partner) => partner.attachment.clone(),
-                    None => self.attachment_of(part, &revision, None, usage),
+                    None => self.attachment_of(part, &revision, None, usage, org),
                 });
             }
         }
         out
     }
 
-    fn href(&self, r: &Revision, usage: LinkUse) -> Option<String> {
+    fn href(&self, r: &Revision, usage: LinkUse, reader: &str) -> Option<String> {
         self.documents.href(
             r.blob_storage_id.as_deref(),
             r.encoding_format.as_deref(),
             r.external_href.as_deref(),
             usage,
+            reader,
         )
     }
 
-    /// A DocumentAttachment.
+    /// A DocumentAttachment, its links signed for `reader`.
     pub(super) fn attachment(
         &self,
         part: &Part,
         consignment: Option<String>,
         usage: LinkUse,
+        reader: &str,
     ) -> Value {
-        self.attachment_of(part, &revision_of(part), consignment, usage)
+        self.attachment_of(part, &revision_of(part), consignment, usage, reader)
     }
 
     fn attachment_of(
@@ -250,6 +257,7 @@ impl Views {
         r: &Revision,
         consignment: Option<String>,
         usage: LinkUse,
+        reader: &str,
     ) -> Value {
         let code = summary::code_of(&r.document_type_code);
         let mut metadata = Map::new();
@@ -271,6 +279,7 @@ impl Views {
                     e.encoding_format.as_deref(),
                     e.external_href.as_deref(),
                     usage,
+                    reader,
                 );
                 let mut earlier = json!({"id": e.id, "documentRevision": e.document_revision});
                 // A revision without content (no `uRIId`) has nothing to link to.
@@ -291,7 +300,7 @@ impl Views {
         if let Some(label) = self.codes.document(code) {
             v["documentType"] = json!(label);
         }
-        if let Some(href) = self.href(r, usage) {
+        if let Some(href) = self.href(r, usage, reader) {
             v["href"] = json!(href);
         }
         if let Some(i) = &r.integrity {
@@ -306,8 +315,8 @@ impl Views {
         v
     }
 
-    /// A DocumentRecord (inside the ConsignmentView).
-    pub(super) fn document_record(&self, part: &Part) -> Value {
+    /// A DocumentRecord (inside the ConsignmentView), its link signed for `reader`.
+    pub(super) fn document_record(&self, part: &Part, reader: &str) -> Value {
         let r = revision_of(part);
         let mut v = json!({
             "@context": [
@@ -323,7 +332,7 @@ impl Views {
             "organizationIdentity": r.organization_identity,
         });
         let optional = [
-            ("href", self.href(&r, LinkUse::List)),
+            ("href", self.href(&r, LinkUse::List, reader)),
             ("blobStorageId", r.blob_storage_id.clone()),
             ("integrity", r.integrity.clone()),
             ("attestationId", r.attestation_id.clone()),
