@@ -10,7 +10,7 @@ use oxigraph::sparql::QuerySolution;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{instant, org_term, parse_json, Description, Part, Read, Views, Visible};
+use super::{instant, parse_json, Description, Part, Read, Views, Visible};
 use crate::auth::Caller;
 use crate::consignment::cursor::Position;
 use crate::consignment::{summary, Page, Scope};
@@ -164,44 +164,6 @@ impl Views {
             })
         });
         Ok(Page::new(page, cursor))
-    }
-
-    /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
-    pub fn find_document(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        document_id: &str,
-        consignment: Option<&str>,
-    ) -> Result<Value> {
-        if let Some(id) = consignment {
-            return self.document(caller, scope, id, document_id);
-        }
-        // The caller's own documents first, then those partners added in its circles.
-        for (wanted, query) in [
-            (scope.includes_own(), Query::DocumentById),
-            (scope.includes_shared(), Query::SharedDocumentById),
-        ] {
-            if !wanted {
-                continue;
-            }
-            let rows = self.queries.select(
-                &self.store,
-                query,
-                &[
-                    ("org", org_term(caller)),
-                    ("documentId", literal(document_id)),
-                ],
-            )?;
-            if let Some(row) = rows.first() {
-                let part = document_part(row);
-                let org = caller.organization.as_str();
-                return Ok(self.attachment(&part, text(row, "aig"), LinkUse::Single, org));
-            }
-        }
-        Err(Error::NotFound(
-            "no document with this id is available to you".into(),
-        ))
     }
 
     /// One entry per documentId: the caller's own newest copy, else the publisher's newest,
@@ -378,15 +340,19 @@ pub(super) fn revision_of(part: &Part) -> Revision {
     }
 }
 
+/// The same answer whether or not the document exists for someone else.
+pub(super) const NO_DOCUMENT: &str = "no document with this id is available to you";
+
 /// The attachment of `document_id` among a consignment's documents.
 pub fn pick(documents: Vec<Value>, document_id: &str) -> Result<Value> {
     documents
         .into_iter()
         .find(|d| d["documentId"] == document_id)
-        .ok_or_else(|| Error::NotFound("no document with this id is available to you".into()))
+        .ok_or_else(|| Error::NotFound(NO_DOCUMENT.into()))
 }
 
-fn document_part(row: &QuerySolution) -> Part {
+/// A row of the document queries as the part it names.
+pub(super) fn document_part(row: &QuerySolution) -> Part {
     Part {
         id: text(row, "node").unwrap_or_default(),
         at: text(row, "at").unwrap_or_default(),

@@ -17,11 +17,14 @@
 //! - `read`: one consignment's parts, rendered as the view and its events;
 //! - `history`: its revisions, and the consignment as it stood at an instant (`?at=`);
 //! - `documents`: DocumentAttachment and DocumentRecord, with download links signed for the
-//!   reader; `downloads`: whether a link's organisation may still download the blob;
+//!   reader; `document_ids`: a document found by its id across the caller's consignments (409
+//!   when several publishers' answer); `downloads`: whether a link's organisation may still
+//!   download the blob;
 //! - `federated`: datasets served to partner nodes and joined from them;
 //! - [`linked`]: a consignment as JSON-LD (compacted against D23B), Turtle, N-Quads, ...
 
 mod at;
+mod document_ids;
 mod documents;
 mod downloads;
 mod federated;
