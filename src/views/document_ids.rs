@@ -39,7 +39,7 @@ impl Found {
 /// What one rank of documents under an id answers.
 enum Answer {
     Nothing,
-    One(Found),
+    One(Box<Found>),
     /// Newest first, at most [`crate::store::index::MAX_MATCHES`].
     Several(Vec<Found>),
 }
@@ -58,7 +58,7 @@ fn answer(found: Vec<Found>) -> Answer {
         return Answer::Nothing;
     };
     if kept.iter().all(|f| f.publisher() == newest.publisher()) {
-        return Answer::One(kept.swap_remove(0));
+        return Answer::One(Box::new(kept.swap_remove(0)));
     }
     kept.truncate(crate::store::index::MAX_MATCHES);
     Answer::Several(kept)
@@ -110,9 +110,10 @@ impl Views {
                 .collect();
             match answer(found) {
                 Answer::Nothing => continue,
-                Answer::One(f) => {
+                Answer::One(found) => {
+                    let Found { aig, part } = *found;
                     let org = caller.organization.as_str();
-                    return Ok(self.attachment(&f.part, Some(f.aig), LinkUse::Single, org));
+                    return Ok(self.attachment(&part, Some(aig), LinkUse::Single, org));
                 }
                 Answer::Several(all) => return Err(ambiguous(document_id, &all)),
             }
