@@ -25,8 +25,9 @@ pub enum Error {
     /// 409 `GeneralError`: the resource already exists (a policy uid).
     #[error("{0}")]
     Conflict(String),
-    /// 409 `GeneralError`: an id names consignments of several publishers the caller may read;
-    /// `properties.candidates` lists them (`aigId`, `publisher`) so it can name one by aig id.
+    /// 409 `GeneralError`: an id names consignments (or documents) of several publishers the
+    /// caller may read; `properties.candidates` lists them (`aigId`, `publisher`; for a
+    /// document id `consignmentId`, `publisher`) so that it can name one.
     #[error("{message}")]
     Ambiguous {
         message: String,

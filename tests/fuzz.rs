@@ -298,7 +298,7 @@ impl Harness {
                         ok_or_client(read)
                     };
                     if let Some(read) = read.map_err(tag("read"))? {
-                        node.views.render_view(&read);
+                        node.views.render_view(&read, org);
                         node.views.render_events(&read);
                     }
                     for format in [Linked::JsonLd, Linked::Rdf(RdfFormat::Turtle)] {

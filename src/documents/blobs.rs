@@ -32,7 +32,7 @@ impl Blob {
     }
 
     pub fn storage_id(&self) -> String {
-        format!("blob:{STORE}:{}", self.hex())
+        storage_id_of(&self.hex())
     }
 
     /// Subresource Integrity form.
@@ -43,6 +43,11 @@ impl Blob {
             base64::engine::general_purpose::STANDARD.encode(self.sha256)
         )
     }
+}
+
+/// The `blobStorageId` of the blob named `hex` in this store.
+pub fn storage_id_of(hex: &str) -> String {
+    format!("blob:{STORE}:{hex}")
 }
 
 /// The 64-hex-digit name inside a `blobStorageId`, when it is one of this store's.

@@ -5,7 +5,7 @@
 //!   external reference, never contacted).
 //! - [`blobs`]: the content-addressed blob store in the data dir (durable before the record).
 //! - [`attest`]: the node's Ed25519 signature over `{documentId, documentRevision, integrity}`.
-//! - [`links`]: pre-signed, expiring download links.
+//! - [`links`]: pre-signed, expiring download links, each for the organisation it was handed to.
 //! - [`media`]: media types and file extensions.
 //! - [`revision`]: what a revision records in the contribution graph, and which is current.
 //!
@@ -221,24 +221,27 @@ impl Documents {
         })
     }
 
-    /// The download link of a revision (or earlier revision): signed for a stored blob, the
-    /// URL itself for an external reference.
+    /// The download link of a revision (or earlier revision): for a stored blob signed for
+    /// `reader`, the organisation the read answers; the URL itself for an external reference.
     pub fn href(
         &self,
         blob_storage_id: Option<&str>,
         encoding_format: Option<&str>,
         external: Option<&str>,
         usage: LinkUse,
+        reader: &str,
     ) -> Option<String> {
         if let Some(hex) = blob_storage_id.and_then(blobs::hex_of) {
             let ttl = match usage {
                 LinkUse::Single => self.link_ttl,
                 LinkUse::List => self.list_link_ttl,
             };
-            return Some(
-                self.links
-                    .sign(hex, encoding_format.unwrap_or(media::OCTET_STREAM), ttl),
-            );
+            return Some(self.links.sign(
+                hex,
+                encoding_format.unwrap_or(media::OCTET_STREAM),
+                reader,
+                ttl,
+            ));
         }
         external.map(str::to_owned)
     }

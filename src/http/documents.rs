@@ -1,4 +1,5 @@
-//! `GET /supply-chain/data-space/blobs/{blobId}` (a signed link is the only credential) and
+//! `GET /supply-chain/data-space/blobs/{blobId}` (a signed link is the only credential, and
+//! serves only while the organisation it was signed for may read the document) and
 //! `GET /supply-chain/data-space/attestations/{id}` (public: anyone may verify a document).
 
 use std::collections::HashMap;
@@ -19,6 +20,9 @@ use super::reads::blocking;
 use crate::error::{Error, Result};
 use crate::node::Node;
 
+const NO_LONGER_VALID: &str =
+    "this download link is no longer valid; read the document again for a new one";
+
 pub async fn blob(
     State(node): State<Arc<Node>>,
     PathParams(hex): PathParams<String>,
@@ -26,10 +30,22 @@ pub async fn blob(
     headers: HeaderMap,
 ) -> Result<Response> {
     let param = |k: &str| params.get(k).map(String::as_str);
-    node.documents
+    let granted = node
+        .documents
         .links()
-        .verify(&hex, param("type"), param("expires"), param("signature"))
+        .verify(
+            &hex,
+            param("type"),
+            param("expires"),
+            param("org"),
+            param("signature"),
+        )
         .map_err(|refused| Error::Forbidden(refused.message().into()))?;
+    let (reading, blob) = (node.clone(), hex.clone());
+    if !blocking(move || reading.views.may_download(&granted.org, &blob)).await? {
+        // As an expired link: the holder learns nothing of why (a grant revoked, say).
+        return Err(Error::Forbidden(NO_LONGER_VALID.into()));
+    }
     let path = node
         .documents
         .blobs()

@@ -115,8 +115,9 @@ pub async fn view(
     let (media_type, linked) = negotiate(&headers, VIEW)?;
     Ok(match linked {
         None => {
+            let org = caller.organization.clone();
             let read = read(&node, caller, &params, id, Description::Read).await?;
-            negotiated(media_type, Json(node.views.render_view(&read)))
+            negotiated(media_type, Json(node.views.render_view(&read, &org)))
         }
         Some(format) => {
             let (scope, at) = (scope(&params)?, at(&params)?);

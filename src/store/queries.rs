@@ -51,6 +51,7 @@ queries! {
     SharedDocumentsPage => "shared_documents_page",
     DocumentById => "document_by_id",
     SharedDocumentById => "shared_document_by_id",
+    BlobReadable => "blob_readable",
     Policies => "policies",
     GrantsOfPolicy => "grants_of_policy",
     GrantRemains => "grant_remains",

@@ -10,7 +10,7 @@ use oxigraph::sparql::QuerySolution;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{instant, org_term, parse_json, Description, Part, Read, Views, Visible};
+use super::{instant, parse_json, Description, Part, Read, Views, Visible};
 use crate::auth::Caller;
 use crate::consignment::cursor::Position;
 use crate::consignment::{summary, Page, Scope};
@@ -121,7 +121,10 @@ impl Views {
         };
         let entities = rows
             .iter()
-            .map(|row| self.attachment(&document_part(row), text(row, "aig"), LinkUse::List))
+            .map(|row| {
+                let part = document_part(row);
+                self.attachment(&part, text(row, "aig"), LinkUse::List, org)
+            })
             .collect();
         Ok(Page::new(entities, cursor))
     }
@@ -163,42 +166,6 @@ impl Views {
         Ok(Page::new(page, cursor))
     }
 
-    /// `GET /documents/{documentId}`: on one consignment, or searched across the caller's.
-    pub fn find_document(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        document_id: &str,
-        consignment: Option<&str>,
-    ) -> Result<Value> {
-        if let Some(id) = consignment {
-            return self.document(caller, scope, id, document_id);
-        }
-        // The caller's own documents first, then those partners added in its circles.
-        for (wanted, query) in [
-            (scope.includes_own(), Query::DocumentById),
-            (scope.includes_shared(), Query::SharedDocumentById),
-        ] {
-            if !wanted {
-                continue;
-            }
-            let rows = self.queries.select(
-                &self.store,
-                query,
-                &[
-                    ("org", org_term(caller)),
-                    ("documentId", literal(document_id)),
-                ],
-            )?;
-            if let Some(row) = rows.first() {
-                return Ok(self.attachment(&document_part(row), text(row, "aig"), LinkUse::Single));
-            }
-        }
-        Err(Error::NotFound(
-            "no document with this id is available to you".into(),
-        ))
-    }
-
     /// One entry per documentId: the caller's own newest copy, else the publisher's newest,
     /// else the newest another member of the circle shared. The publisher's before the other
     /// members': any member may add a document under any documentId, and "newest wins" let
@@ -218,30 +185,32 @@ impl Views {
             if seen.insert(revision.document_id.clone()) {
                 out.push(match &part.partner {
                     Some(partner) => partner.attachment.clone(),
-                    None => self.attachment_of(part, &revision, None, usage),
+                    None => self.attachment_of(part, &revision, None, usage, org),
                 });
             }
         }
         out
     }
 
-    fn href(&self, r: &Revision, usage: LinkUse) -> Option<String> {
+    fn href(&self, r: &Revision, usage: LinkUse, reader: &str) -> Option<String> {
         self.documents.href(
             r.blob_storage_id.as_deref(),
             r.encoding_format.as_deref(),
             r.external_href.as_deref(),
             usage,
+            reader,
         )
     }
 
-    /// A DocumentAttachment.
+    /// A DocumentAttachment, its links signed for `reader`.
     pub(super) fn attachment(
         &self,
         part: &Part,
         consignment: Option<String>,
         usage: LinkUse,
+        reader: &str,
     ) -> Value {
-        self.attachment_of(part, &revision_of(part), consignment, usage)
+        self.attachment_of(part, &revision_of(part), consignment, usage, reader)
     }
 
     fn attachment_of(
@@ -250,6 +219,7 @@ impl Views {
         r: &Revision,
         consignment: Option<String>,
         usage: LinkUse,
+        reader: &str,
     ) -> Value {
         let code = summary::code_of(&r.document_type_code);
         let mut metadata = Map::new();
@@ -271,6 +241,7 @@ impl Views {
                     e.encoding_format.as_deref(),
                     e.external_href.as_deref(),
                     usage,
+                    reader,
                 );
                 let mut earlier = json!({"id": e.id, "documentRevision": e.document_revision});
                 // A revision without content (no `uRIId`) has nothing to link to.
@@ -291,7 +262,7 @@ impl Views {
         if let Some(label) = self.codes.document(code) {
             v["documentType"] = json!(label);
         }
-        if let Some(href) = self.href(r, usage) {
+        if let Some(href) = self.href(r, usage, reader) {
             v["href"] = json!(href);
         }
         if let Some(i) = &r.integrity {
@@ -306,8 +277,8 @@ impl Views {
         v
     }
 
-    /// A DocumentRecord (inside the ConsignmentView).
-    pub(super) fn document_record(&self, part: &Part) -> Value {
+    /// A DocumentRecord (inside the ConsignmentView), its link signed for `reader`.
+    pub(super) fn document_record(&self, part: &Part, reader: &str) -> Value {
         let r = revision_of(part);
         let mut v = json!({
             "@context": [
@@ -323,7 +294,7 @@ impl Views {
             "organizationIdentity": r.organization_identity,
         });
         let optional = [
-            ("href", self.href(&r, LinkUse::List)),
+            ("href", self.href(&r, LinkUse::List, reader)),
             ("blobStorageId", r.blob_storage_id.clone()),
             ("integrity", r.integrity.clone()),
             ("attestationId", r.attestation_id.clone()),
@@ -369,15 +340,19 @@ pub(super) fn revision_of(part: &Part) -> Revision {
     }
 }
 
+/// The same answer whether or not the document exists for someone else.
+pub(super) const NO_DOCUMENT: &str = "no document with this id is available to you";
+
 /// The attachment of `document_id` among a consignment's documents.
 pub fn pick(documents: Vec<Value>, document_id: &str) -> Result<Value> {
     documents
         .into_iter()
         .find(|d| d["documentId"] == document_id)
-        .ok_or_else(|| Error::NotFound("no document with this id is available to you".into()))
+        .ok_or_else(|| Error::NotFound(NO_DOCUMENT.into()))
 }
 
-fn document_part(row: &QuerySolution) -> Part {
+/// A row of the document queries as the part it names.
+pub(super) fn document_part(row: &QuerySolution) -> Part {
     Part {
         id: text(row, "node").unwrap_or_default(),
         at: text(row, "at").unwrap_or_default(),

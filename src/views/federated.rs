@@ -152,10 +152,11 @@ impl Views {
             remote: Vec::new(),
         };
         let mut parts: Parts = self.parts(&visible, None, Description::Read)?;
+        // The links are the requester's: each download asks whether it may still read.
         for d in &mut parts.documents {
             d.partner = Some(super::Partner {
-                record: self.document_record(d),
-                attachment: self.attachment(d, None, crate::documents::LinkUse::Single),
+                record: self.document_record(d, requester),
+                attachment: self.attachment(d, None, crate::documents::LinkUse::Single, requester),
             });
         }
         let mut out = json!({

@@ -16,12 +16,17 @@
 //! - `scope`: which consignment an id names for the caller, and which graphs it may read;
 //! - `read`: one consignment's parts, rendered as the view and its events;
 //! - `history`: its revisions, and the consignment as it stood at an instant (`?at=`);
-//! - `documents`: DocumentAttachment and DocumentRecord, with download links;
+//! - `documents`: DocumentAttachment and DocumentRecord, with download links signed for the
+//!   reader; `document_ids`: a document found by its id across the caller's consignments (409
+//!   when several publishers' answer); `downloads`: whether a link's organisation may still
+//!   download the blob;
 //! - `federated`: datasets served to partner nodes and joined from them;
 //! - [`linked`]: a consignment as JSON-LD (compacted against D23B), Turtle, N-Quads, ...
 
 mod at;
+mod document_ids;
 mod documents;
+mod downloads;
 mod federated;
 mod history;
 pub use documents::pick as pick_document;

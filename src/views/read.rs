@@ -109,8 +109,8 @@ impl Views {
         Ok(Some(parts))
     }
 
-    /// The ConsignmentView of a read.
-    pub fn render_view(&self, read: &Read) -> Value {
+    /// The ConsignmentView of a read, its download links signed for `org`.
+    pub fn render_view(&self, read: &Read, org: &str) -> Value {
         let (visible, parts) = (&read.visible, &read.parts);
         let payload = parts.payload.clone().unwrap_or(Value::Null);
         let departure = payload
@@ -137,7 +137,7 @@ impl Views {
                     .iter()
                     .map(|d| match &d.partner {
                         Some(partner) => partner.record.clone(),
-                        None => self.document_record(d),
+                        None => self.document_record(d, org),
                     })
                     .collect(),
             ),

@@ -211,3 +211,77 @@ async fn a_single_match_or_an_own_copy_resolves_without_conflict() {
     let view = ok_json(agency.get(&node, &format!("{LIST}/{GLOBAL_ID}")).await).await;
     assert_eq!(view["id"], own_aig.as_str());
 }
+
+const DOCUMENTS: &str = "/supply-chain/data-space/documents";
+
+/// The bytes a DocumentAttachment's `href` serves.
+async fn bytes_of(node: &TestNode, doc: &Value) -> Vec<u8> {
+    let href = doc["href"].as_str().unwrap();
+    let r = node.client.get(href).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{doc:#}");
+    r.bytes().await.unwrap().to_vec()
+}
+
+/// A document id names documents of several organisations the agency reads: a 409 naming
+/// each (consignment, publisher), never the newest one; `consignmentId` names one; each
+/// organisation's own document, the agency's included, is its own answer. (A trader routed to
+/// the same agency added a document under another trader's identifier, and the agency's read
+/// of that identifier returned the newcomer's bytes.)
+#[tokio::test]
+async fn a_document_id_of_several_publishers_is_a_conflict_never_the_newest() {
+    let node = TestNode::start().await;
+    let (_operator, trader, agency) = kenya_circle(&node).await;
+    let squatter = Session::new(&node, "squatter@elsewhere.example").await;
+    trader.publish_example(&node, "create-consignment").await;
+    let real = data_url("text/plain", b"REAL-INVOICE");
+    let entry = trader
+        .publish(&node, &add_document(trader.org(), &real, "INV-1"))
+        .await;
+    assert_completed(&entry);
+    // The squatter's own consignment, entering Kenya too, and later a document on it under
+    // the trader's document id.
+    let own = consignment_at(squatter.org(), 7, "KEMBA", "2026-12-20T08:00:00Z");
+    assert_completed(&squatter.publish(&node, &own).await);
+    let fake = data_url("text/plain", b"FAKE-INVOICE");
+    let mut planted = add_document(squatter.org(), &fake, "INV-1");
+    planted["target"]["globalId"] = own["object"]["globalId"].clone();
+    assert_completed(&squatter.publish(&node, &planted).await);
+
+    let mut trader_aig = String::new();
+    for scope in ["all", "shared"] {
+        let r = agency
+            .get(&node, &format!("{DOCUMENTS}/INV-1?scope={scope}"))
+            .await;
+        let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
+        let candidates = body["properties"]["candidates"].as_array().unwrap();
+        assert_eq!(candidates.len(), 2, "{body:#}");
+        let of = |org: &str| candidates.iter().find(|c| c["publisher"] == org).cloned();
+        let (Some(real), Some(squat)) = (of(trader.org()), of(squatter.org())) else {
+            panic!("both publishers named: {body:#}");
+        };
+        assert_ne!(real["consignmentId"], squat["consignmentId"], "{body:#}");
+        trader_aig = real["consignmentId"].as_str().unwrap().to_owned();
+    }
+    // Named by its consignment, each is that consignment's document.
+    let path = format!("{DOCUMENTS}/INV-1?consignmentId={trader_aig}");
+    let doc = ok_json(agency.get(&node, &path).await).await;
+    assert_eq!(bytes_of(&node, &doc).await, b"REAL-INVOICE");
+    // Each publisher reads its own by the id alone.
+    for (who, expected) in [(&trader, b"REAL-INVOICE"), (&squatter, b"FAKE-INVOICE")] {
+        let doc = ok_json(who.get(&node, &format!("{DOCUMENTS}/INV-1")).await).await;
+        assert_eq!(bytes_of(&node, &doc).await, expected);
+    }
+
+    // The agency's own document under the id comes first, as its own consignment would;
+    // among what others shared the id stays ambiguous.
+    let copy = data_url("text/plain", b"AGENCY-COPY");
+    let mut report = add_document(agency.org(), &copy, "INV-1");
+    report["target"]["globalId"] = json!(trader_aig);
+    assert_completed(&agency.publish(&node, &report).await);
+    let doc = ok_json(agency.get(&node, &format!("{DOCUMENTS}/INV-1")).await).await;
+    assert_eq!(bytes_of(&node, &doc).await, b"AGENCY-COPY");
+    let r = agency
+        .get(&node, &format!("{DOCUMENTS}/INV-1?scope=shared"))
+        .await;
+    assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
+}

@@ -15,6 +15,7 @@ mod history;
 mod ids;
 mod inbox;
 mod linked;
+mod links;
 mod load;
 mod openapi;
 mod operations;
