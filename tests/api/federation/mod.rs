@@ -1,10 +1,12 @@
 //! Federation: nodes in one process on loopback ports — a trader on node A, the Kenyan border
-//! agency on node B, the KEMBA terminal operator on node C. One file per job; the helpers they
-//! share are here.
+//! agency on node B, the KEMBA terminal operator on node C — and a partner node written here
+//! (`fake`). One file per job; the helpers they share are here.
 
+mod fake;
 mod nodes;
 mod outbox;
 mod records;
+mod trust;
 
 use std::future::Future;
 use std::time::Duration;
