@@ -3,6 +3,7 @@
 //! (`fake`). One file per job; the helpers they share are here.
 
 mod fake;
+mod limits;
 mod nodes;
 mod outbox;
 mod records;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use dataspace_node::federation::token::Tokens;
 use dataspace_node::store::graphs;
+use dataspace_node::Config;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -33,10 +35,20 @@ async fn listeners(n: usize) -> (Vec<TcpListener>, Vec<String>) {
 }
 
 async fn federated(listener: TcpListener, hosts: &[String]) -> TestNode {
+    federated_with(listener, hosts, |_| {}).await
+}
+
+/// A node of the federation with options of its own.
+async fn federated_with(
+    listener: TcpListener,
+    hosts: &[String],
+    adjust: impl FnOnce(&mut Config),
+) -> TestNode {
     let hosts = hosts.to_vec();
     TestNode::start_on(listener, move |c| {
         c.federation_allow_http = hosts;
         c.federation_timeout_ms = 1500;
+        adjust(c);
     })
     .await
 }

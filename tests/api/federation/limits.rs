@@ -1,0 +1,64 @@
+//! What one partner node can make this node do: notices per minute, records held per
+//! receiving organisation, and what its unreachable datasets cost a list page.
+
+use super::*;
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The dataset ids of an organisation's `ConsignmentShared` notifications.
+async fn notified(session: &Session, node: &TestNode) -> Vec<String> {
+    let v = get_json(session, node, NOTIFICATIONS).await;
+    v["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "ConsignmentShared")
+        .map(|n| n["datasetId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Beyond `--federation-max-notices-per-minute`, a partner node's notices get 429 with
+/// `Retry-After` (the spec's GeneralError) and nothing of them is stored; another partner
+/// node's notices still go through.
+#[tokio::test]
+async fn a_partner_nodes_notices_beyond_the_rate_cap_get_429() {
+    let (mut ls, hosts) = listeners(3).await;
+    let d = federated(ls.pop().unwrap(), &hosts).await;
+    let c = federated(ls.pop().unwrap(), &hosts).await;
+    let a = federated_with(ls.pop().unwrap(), &hosts, |c| {
+        c.federation_max_notices_per_minute = 3;
+    })
+    .await;
+    let agency = Session::new(&a, "officer@kra.example").await;
+    let partner = format!("{}:org:0a1b2c3d4e5f", did_of(&c));
+    let hex = |n: u32| format!("{n:032x}");
+    for n in 0..3 {
+        let notice = announce(&partner, &hex(n), agency.org(), &now());
+        assert_eq!(
+            notify(&c, &partner, &a, &notice).await.status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    let notice = announce(&partner, &hex(3), agency.org(), &now());
+    let r = notify(&c, &partner, &a, &notice).await;
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_error(r, StatusCode::TOO_MANY_REQUESTS, "GeneralError").await;
+    // Another partner node is not held back by C's notices.
+    let other = format!("{}:org:0a1b2c3d4e5f", did_of(&d));
+    let notice = announce(&other, &hex(4), agency.org(), &now());
+    assert_eq!(
+        notify(&d, &other, &a, &notice).await.status(),
+        StatusCode::ACCEPTED
+    );
+    let datasets = notified(&agency, &a).await;
+    assert_eq!(datasets.len(), 4, "{datasets:?}");
+    let refused = graphs::contribution(&hex(3), &partner).into_string();
+    assert!(!datasets.contains(&refused), "{datasets:?}");
+}
