@@ -62,3 +62,60 @@ async fn a_partner_nodes_notices_beyond_the_rate_cap_get_429() {
     let refused = graphs::contribution(&hex(3), &partner).into_string();
     assert!(!datasets.contains(&refused), "{datasets:?}");
 }
+
+/// `partner`'s notice withdrawing its share of `hex` with `to`.
+fn undo(partner: &str, hex: &str, to: &str) -> Value {
+    let mut notice = announce(partner, hex, to, &now());
+    notice["type"] = json!("Undo");
+    notice
+}
+
+/// One partner node holds at most `--federation-max-remote-records` records per receiving
+/// organisation, whichever of its organisations shares them: an Announce beyond is refused
+/// (and dropped by its sender), nothing of it stored; announcing a held one again, another
+/// receiver and a withdrawal that makes room are not held back.
+#[tokio::test]
+async fn a_partner_node_holds_at_most_the_capped_records_per_organisation() {
+    let (mut ls, hosts) = listeners(2).await;
+    let c = federated(ls.pop().unwrap(), &hosts).await;
+    let a = federated_with(ls.pop().unwrap(), &hosts, |c| {
+        c.federation_max_remote_records = 2;
+    })
+    .await;
+    let agency = Session::new(&a, "officer@kra.example").await;
+    let trader = Session::new(&a, "trader@forwarder.example").await;
+    let (p1, p2) = (
+        format!("{}:org:0a01", did_of(&c)),
+        format!("{}:org:0a02", did_of(&c)),
+    );
+    let hex = |n: u32| format!("{n:032x}");
+    for (from, n) in [(&p1, 0), (&p2, 1), (&p1, 0)] {
+        let notice = announce(from, &hex(n), agency.org(), &now());
+        assert_eq!(
+            notify(&c, from, &a, &notice).await.status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    let third = announce(&p1, &hex(2), agency.org(), &now());
+    let r = notify(&c, &p1, &a, &third).await;
+    let body = assert_error(r, StatusCode::FORBIDDEN, "GeneralError").await;
+    assert!(
+        body["message"].as_str().unwrap().contains("records"),
+        "{body}"
+    );
+    assert_eq!(notified(&agency, &a).await.len(), 2);
+    let refused = graphs::contribution(&hex(2), &p1).into_string();
+    // The cap is per receiving organisation.
+    let to_trader = announce(&p1, &hex(2), trader.org(), &now());
+    assert_eq!(
+        notify(&c, &p1, &a, &to_trader).await.status(),
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(notified(&trader, &a).await, vec![refused.clone()]);
+    // A withdrawal makes room.
+    let r = notify(&c, &p1, &a, &undo(&p1, &hex(0), agency.org())).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let r = notify(&c, &p1, &a, &third).await;
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    assert!(notified(&agency, &a).await.contains(&refused));
+}
