@@ -189,6 +189,18 @@ pub struct Config {
     )]
     pub federation_cache_secs: u64,
 
+    /// Notices one partner node may send in any minute (429 with Retry-After beyond; its
+    /// outbox tries again later).
+    #[arg(long, env = "DATASPACE_NODE_FEDERATION_MAX_NOTICES_PER_MINUTE", default_value_t = 600,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub federation_max_notices_per_minute: u32,
+
+    /// Consignments one partner node may share with one organisation of this node (an
+    /// `Announce` beyond is refused with 403, nothing of it stored).
+    #[arg(long, env = "DATASPACE_NODE_FEDERATION_MAX_REMOTE_RECORDS", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub federation_max_remote_records: u64,
+
     #[command(flatten)]
     pub replica: ReplicaConfig,
 }
@@ -279,6 +291,8 @@ impl Config {
             federation_allow_http: Vec::new(),
             federation_timeout_ms: 2000,
             federation_cache_secs: 0,
+            federation_max_notices_per_minute: 600,
+            federation_max_remote_records: 100_000,
             replica: ReplicaConfig::default(),
         }
     }

@@ -332,6 +332,10 @@ fn federation_of(
         std::time::Duration::from_millis(config.federation_timeout_ms),
         std::time::Duration::from_secs(config.federation_cache_secs),
         &config.data_dir.join("seen-node-tokens"),
+        crate::federation::Limits {
+            notices_per_minute: config.federation_max_notices_per_minute,
+            remote_records: config.federation_max_remote_records,
+        },
     )?))
 }
 

@@ -8,6 +8,7 @@
 //! - [`notice`]: the notices' AS2 form — `Announce` (a consignment shared with a partner's
 //!   organisation by a policy) and `Offer` (a partner's contribution to a consignment this
 //!   node provides).
+//! - [`rate`]: the notices each partner node may send in a minute.
 //!
 //! The flow: routing on the provider node matches a policy whose assignee is an organisation
 //! on another node → the grant is recorded locally (the provider checks it on every pull) and
@@ -21,6 +22,7 @@ pub mod did;
 pub mod notice;
 pub mod outbox;
 mod seen;
+pub mod rate;
 pub mod token;
 mod vet;
 
@@ -43,6 +45,15 @@ pub const ENDPOINT_PATH: &str = "/federation";
 const MAX_DATASET_BYTES: usize = 16 * 1024 * 1024;
 /// The most of a partner's refusal of a notice that is read, for the log.
 const MAX_REFUSAL_BYTES: usize = 4096;
+
+/// What one partner node may make this node do and keep.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Notices it may send in any minute.
+    pub notices_per_minute: u32,
+    /// Consignments it may share with one organisation of this node.
+    pub remote_records: u64,
+}
 
 /// A dataset held by another node: who provides it and its id there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -91,6 +102,8 @@ pub struct Federation {
     cache_ttl: Duration,
     /// Pulled datasets by (reader organisation, dataset), when a cache lifetime is set.
     cache: Mutex<HashMap<(String, RemoteDataset), Pulled>>,
+    limits: Limits,
+    notices: rate::NoticeRate,
     pub outbox: Arc<Outbox>,
 }
 
@@ -103,6 +116,7 @@ impl Federation {
         timeout: Duration,
         cache_ttl: Duration,
         seen_tokens: &std::path::Path,
+        limits: Limits,
     ) -> Result<Self> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -125,6 +139,8 @@ impl Federation {
             timeout,
             cache_ttl,
             cache: Mutex::new(HashMap::new()),
+            notices: rate::NoticeRate::new(limits.notices_per_minute),
+            limits,
             outbox: Arc::new(Outbox::default()),
         })
     }
@@ -154,6 +170,23 @@ impl Federation {
     /// Is `org` an organisation of a partner node (one a policy may name)?
     pub fn is_partner_organization(&self, org: &str) -> bool {
         self.is_remote(org) && self.resolver.is_partner(org)
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Counts a notice from partner node `node` against its cap per minute: 429 with the
+    /// seconds to wait beyond it.
+    pub fn admit_notice(&self, node: &str) -> Result<()> {
+        self.notices.admit(node).map_err(|retry_after_secs| {
+            tracing::warn!(
+                node,
+                retry_after_secs,
+                "a partner node's notice refused: over --federation-max-notices-per-minute"
+            );
+            Error::TooManyRequests { retry_after_secs }
+        })
     }
 
     /// Checks a node token from a request's `Authorization: Bearer` value.

@@ -41,12 +41,14 @@ pub async fn organization_document(
     Ok(did_json(node.federation.document(Some(&id))))
 }
 
-/// `POST /federation/inbox`: a notice from a partner node (202 when recorded).
+/// `POST /federation/inbox`: a notice from a partner node (202 when recorded; 429 past the
+/// node's notices per minute).
 pub async fn inbox(
     State(node): State<Arc<Node>>,
     caller: NodeCaller,
     body: Body,
 ) -> Result<Response> {
+    node.federation.admit_notice(&caller.node)?;
     let body = Value::Object(body.json_object()?);
     let received = notice::parse(&body)?;
     blocking(move || node.sharing.receive(&caller, &received)).await?;

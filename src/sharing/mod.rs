@@ -12,7 +12,8 @@
 //! - `policies`: what callers do with policies (create, read, list, delete and revoke);
 //!   `routing`: grants and notifications when a consignment is routed; `circles`: who a
 //!   consignment is shared with and who contributed; `paging`: the pages of shared lists and
-//!   notifications; `remote`: notices received from partner nodes.
+//!   notifications; `remote`: notices received from partner nodes, `held`: how many records
+//!   each partner node shares with each organisation.
 //!
 //! Routing runs inside the inbox's write transaction (`Create`, and `Update` when the ports
 //! changed): grants and notifications commit together with the consignment or not at all.
@@ -21,6 +22,7 @@
 //! Tanzanian one too. Deleting a policy revokes the grants that policy alone gave.
 
 mod circles;
+mod held;
 pub mod index;
 pub mod notifications;
 mod paging;

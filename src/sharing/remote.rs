@@ -93,7 +93,15 @@ impl Sharing {
 
     fn receive_share(&self, n: &Received, to: NamedNode) -> Result<()> {
         let record = n.consignment.node();
+        let node = crate::federation::did::node_of(&n.actor).unwrap_or_default();
+        let cap = self.federation.limits().remote_records;
         self.store.commit(|tx, events| {
+            let member = quad(record.clone(), dsn("sharedWith"), to.clone());
+            let joins = !has(tx, &member)?;
+            // Checked before anything is written: a refused share leaves no record behind.
+            if joins {
+                super::held::add(tx, &to, node, cap)?;
+            }
             let mut created = n.created.clone();
             match publisher_of(tx, &record)? {
                 Some(p) if p != n.actor => {
@@ -126,8 +134,7 @@ impl Sharing {
                     }
                 }
             }
-            let member = quad(record.clone(), dsn("sharedWith"), to.clone());
-            if has(tx, &member)? {
+            if !joins {
                 return Ok(());
             }
             tx.insert(&member);
@@ -176,6 +183,9 @@ impl Sharing {
                 return Ok(());
             }
             tx.remove(&member);
+            if let Some(node) = crate::federation::did::node_of(&n.actor) {
+                super::held::remove(tx, &to, node)?;
+            }
             super::readable::member_removed(tx, &record, &n.consignment.aig_hex, to.as_str())?;
             let index = graphs::consignment_index();
             let created = crate::store::records::literal(tx, &record, "created", index.as_ref())?;
