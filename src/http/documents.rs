@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio_util::io::ReaderStream;
 
 use super::extract::{PathParams, QueryParams};
-use super::reads::blocking;
+use super::reads::{blocking, other_share};
 use crate::error::{Error, Result};
 use crate::node::Node;
 
@@ -98,7 +98,10 @@ pub async fn attestation(
     State(node): State<Arc<Node>>,
     PathParams(id): PathParams<String>,
 ) -> Result<Response> {
-    let value: Value = blocking(move || node.documents.attestation(&id)).await?;
+    let value: Value = blocking(other_share(&node, None), move || {
+        node.documents.attestation(&id)
+    })
+    .await?;
     Ok(Json(value).into_response())
 }
 
