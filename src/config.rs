@@ -145,6 +145,21 @@ pub struct Config {
     )]
     pub sparql_max_concurrent_per_org: usize,
 
+    /// Inbox requests (posts and validations) one organisation may have in flight, counted
+    /// from the moment their headers are read (429 with Retry-After beyond).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_INBOX_MAX_CONCURRENT_PER_ORG",
+        default_value_t = 4
+    )]
+    pub inbox_max_concurrent_per_org: usize,
+
+    /// Blocking work (store reads and writes, the inbox's checks, SPARQL evaluations) the
+    /// node runs at once, shared out fairly between organisations; more waits its turn.
+    /// Default: four per core.
+    #[arg(long, env = "DATASPACE_NODE_BLOCKING_MAX_CONCURRENT")]
+    pub blocking_max_concurrent: Option<usize>,
+
     /// Write the SPARQL endpoint's readable-graph markers again at start-up, and rebuild the
     /// in-memory models from the store instead of the shutdown's snapshot. Needed once after
     /// an earlier version of the node ran on this data dir: one that did not keep markers left
@@ -286,6 +301,8 @@ impl Config {
             sparql_max_value_bytes: 1 << 20,
             sparql_max_concurrent: 4,
             sparql_max_concurrent_per_org: 2,
+            inbox_max_concurrent_per_org: 4,
+            blocking_max_concurrent: None,
             rebuild_markers: false,
             federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),

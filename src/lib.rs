@@ -29,6 +29,8 @@
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
 //! - [`load`]: `dataspace-node load`, an organisation's history onboarded in batches.
 //! - [`fd_limit`]: the file descriptor limit raised at start-up, connections capped within it.
+//! - [`fair`]: the blocking work shared out fairly between organisations; inbox work in flight
+//!   capped per organisation.
 
 pub mod accounts;
 pub mod auth;
@@ -37,6 +39,7 @@ pub mod config;
 pub mod consignment;
 pub mod documents;
 pub mod error;
+pub mod fair;
 pub mod fd_limit;
 pub mod federation;
 pub mod http;

@@ -12,6 +12,7 @@ use crate::consignment::codes::CodeLists;
 use crate::consignment::listing::Listing;
 use crate::documents::Documents;
 use crate::error::Result;
+use crate::fair::{Fair, Limit};
 use crate::federation::Federation;
 use crate::identity::NodeIdentity;
 use crate::intake::Intake;
@@ -45,6 +46,10 @@ pub struct Node {
     pub vocabulary: Vocabulary,
     /// How far the background rewrite of activity graphs from before got (`/health`).
     pub activity_layout: Arc<crate::intake::activity_layout::Progress>,
+    /// Blocking work's slots, shared out between organisations (`crate::fair`).
+    pub fair: Fair,
+    /// Each organisation's inbox requests in flight.
+    pub inbox_limit: Limit,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
     /// end, so the graceful shutdown does not wait for them forever.
     pub closing: tokio::sync::watch::Sender<bool>,
@@ -142,6 +147,8 @@ impl Node {
             "node opened (each _ms: time since the start of opening)"
         );
         Ok(Self {
+            fair: fair_of(&config),
+            inbox_limit: Limit::new(config.inbox_max_concurrent_per_org),
             config,
             identity,
             store,
@@ -275,6 +282,16 @@ impl NodeSecrets {
             session_secret,
         })
     }
+}
+
+/// `--blocking-max-concurrent` slots, or four per core.
+fn fair_of(config: &Config) -> Fair {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Fair::new(
+        config
+            .blocking_max_concurrent
+            .unwrap_or_else(|| Fair::slots_for(cores)),
+    )
 }
 
 /// The analysts' endpoint with the configured limits.

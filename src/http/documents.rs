@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio_util::io::ReaderStream;
 
 use super::extract::{PathParams, QueryParams};
-use super::reads::blocking;
+use super::reads::{blocking, other_share};
 use crate::error::{Error, Result};
 use crate::node::Node;
 
@@ -42,7 +42,8 @@ pub async fn blob(
         )
         .map_err(|refused| Error::Forbidden(refused.message().into()))?;
     let (reading, blob) = (node.clone(), hex.clone());
-    if !blocking(move || reading.views.may_download(&granted.org, &blob)).await? {
+    let shared = super::reads::org_share(&node, &granted.org);
+    if !blocking(shared, move || reading.views.may_download(&granted.org, &blob)).await? {
         // As an expired link: the holder learns nothing of why (a grant revoked, say).
         return Err(Error::Forbidden(NO_LONGER_VALID.into()));
     }
@@ -114,7 +115,10 @@ pub async fn attestation(
     State(node): State<Arc<Node>>,
     PathParams(id): PathParams<String>,
 ) -> Result<Response> {
-    let value: Value = blocking(move || node.documents.attestation(&id)).await?;
+    let value: Value = blocking(other_share(&node, None), move || {
+        node.documents.attestation(&id)
+    })
+    .await?;
     Ok(Json(value).into_response())
 }
 

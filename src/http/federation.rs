@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::extract::{Body, PathParams, QueryParams};
-use super::reads::blocking;
+use super::reads::{blocking, other_share};
 use crate::error::{Error, Result};
 use crate::federation::notice;
 use crate::federation::token::NodeCaller;
@@ -34,7 +34,10 @@ pub async fn organization_document(
     let did = node.identity.organization_did(&id);
     let reading = node.clone();
     let exists = node.identity.local_organization(&did).is_some()
-        && blocking(move || reading.accounts.organization_exists(&did)).await?;
+        && blocking(other_share(&node, None), move || {
+            reading.accounts.organization_exists(&did)
+        })
+        .await?;
     if !exists {
         return Err(Error::NotFound("no such organisation on this node".into()));
     }
@@ -51,7 +54,8 @@ pub async fn inbox(
     node.federation.admit_notice(&caller.node)?;
     let body = Value::Object(body.json_object()?);
     let received = notice::parse(&body)?;
-    blocking(move || node.sharing.receive(&caller, &received)).await?;
+    let share = other_share(&node, Some(&caller.node));
+    blocking(share, move || node.sharing.receive(&caller, &received)).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({"status": "accepted"}))).into_response())
 }
 
@@ -65,7 +69,8 @@ pub async fn dataset(
         .get("id")
         .cloned()
         .ok_or_else(|| Error::invalid_field("id", "required"))?;
+    let share = other_share(&node, Some(&caller.node));
     Ok(Json(
-        blocking(move || node.views.dataset(&caller.organization, &id)).await?,
+        blocking(share, move || node.views.dataset(&caller.organization, &id)).await?,
     ))
 }

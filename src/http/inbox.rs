@@ -2,14 +2,16 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use super::extract::{Body, PathParams};
+use super::reads::{blocking, share};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
+use crate::fair::Admitted;
 use crate::node::Node;
 
 pub const LOGS: &str = "/supply-chain/data-space/activity-logs";
@@ -24,17 +26,29 @@ fn strict(headers: &HeaderMap) -> bool {
         .any(|p| p.trim().eq_ignore_ascii_case("handling=strict"))
 }
 
+/// The organisation's place among its inbox requests in flight (429 when it has them all),
+/// taken before the body is read: a body on its way holds a connection and a buffer of up to
+/// the body limit, so a party sending many at once is bounded while they arrive, too.
+async fn admitted(node: &Arc<Node>, caller: &Caller, request: Request) -> Result<(Admitted, Body)> {
+    let admitted = node.inbox_limit.admit(&caller.organization)?;
+    let body = Body::from_request(request, node).await?;
+    Ok((admitted, body))
+}
+
 pub async fn post(
     State(node): State<Arc<Node>>,
     caller: Caller,
     headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Result<Response> {
+    let (_admitted, body) = admitted(&node, &caller, request).await?;
     let strict = strict(&headers);
     let worker = node.clone();
     // Expansion, shape checks and the store transaction are CPU and disk work.
-    let outcome =
-        tokio::task::spawn_blocking(move || worker.intake.process(&caller, &body.0)).await??;
+    let outcome = blocking(share(&node, &caller), move || {
+        worker.intake.process(&caller, &body.0)
+    })
+    .await?;
     let status = if strict && outcome.entry.failed() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else if outcome.created {
@@ -70,12 +84,15 @@ pub async fn post(
 pub async fn validate(
     State(node): State<Arc<Node>>,
     caller: Caller,
-    body: Body,
+    request: Request,
 ) -> Result<Json<crate::intake::Validation>> {
+    let (_admitted, body) = admitted(&node, &caller, request).await?;
     let worker = node.clone();
     // Expansion and shape checks are CPU work, the look-ups of the named consignment store reads.
-    let validation =
-        tokio::task::spawn_blocking(move || worker.intake.validate(&caller, &body.0)).await??;
+    let validation = blocking(share(&node, &caller), move || {
+        worker.intake.validate(&caller, &body.0)
+    })
+    .await?;
     Ok(Json(validation))
 }
 
@@ -86,7 +103,10 @@ pub async fn log_entry(
 ) -> Result<Response> {
     let worker = node.clone();
     let org = caller.organization.clone();
-    let entry = tokio::task::spawn_blocking(move || worker.intake.entry(&org, &id)).await??;
+    let entry = blocking(share(&node, &caller), move || {
+        worker.intake.entry(&org, &id)
+    })
+    .await?;
     match entry {
         Some(entry) => Ok(Json(entry).into_response()),
         None => Err(Error::NotFound("no activity log entry with this id".into())),

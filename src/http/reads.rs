@@ -17,6 +17,7 @@ use crate::auth::Caller;
 use crate::consignment::{parse_limit, Page, Scope};
 use crate::documents::LinkUse;
 use crate::error::Result;
+use crate::fair::{Fair, Slot};
 use crate::node::Node;
 use crate::views::linked::Linked;
 use crate::views::{parse_at, pick_document, Description, Read};
@@ -41,11 +42,57 @@ fn list_params(params: &HashMap<String, String>) -> Result<(Scope, usize, Option
     Ok((scope(params)?, limit, cursor))
 }
 
-/// Runs a blocking read on the blocking pool: SPARQL over RocksDB does disk work.
+/// Whose turn blocking work waits for: a party's share of the blocking pool.
+#[derive(Clone)]
+pub(super) struct Share {
+    fair: Fair,
+    key: String,
+}
+
+/// The caller's share: its organisation's, or the operator's (its key reads and manages on
+/// behalf of every organisation, so its work is no one organisation's).
+pub(super) fn share(node: &Node, caller: &Caller) -> Share {
+    let key = if caller.operator {
+        "operator"
+    } else {
+        &caller.organization
+    };
+    Share {
+        fair: node.fair.clone(),
+        key: key.to_owned(),
+    }
+}
+
+/// The share of the organisation a download link was signed for (a link carries no caller).
+pub(super) fn org_share(node: &Node, organization: &str) -> Share {
+    Share {
+        fair: node.fair.clone(),
+        key: organization.to_owned(),
+    }
+}
+
+/// A partner node's share, or (`None`) the share of requests without a caller.
+pub(super) fn other_share(node: &Node, partner: Option<&str>) -> Share {
+    Share {
+        fair: node.fair.clone(),
+        key: partner.map_or_else(|| "public".to_owned(), |did| format!("node {did}")),
+    }
+}
+
+impl Share {
+    /// A slot for work run elsewhere than on the blocking pool (SPARQL's own threads).
+    pub(super) async fn slot(&self) -> Slot {
+        self.fair.slot(&self.key).await
+    }
+}
+
+/// Runs blocking work (store reads over RocksDB, CPU work) on the blocking pool once the
+/// share has a slot ([`Fair`]).
 pub(super) async fn blocking<T: Send + 'static>(
+    share: Share,
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(f).await?
+    share.fair.run(&share.key, f).await
 }
 
 pub async fn list(
@@ -56,8 +103,11 @@ pub async fn list(
     let (scope, limit, cursor) = list_params(&params)?;
     let org = caller.organization.clone();
     let reading = node.clone();
-    let mut plan =
-        blocking(move || reading.views.list(&caller, scope, limit, cursor.as_deref())).await?;
+    let shared = share(&node, &caller);
+    let mut plan = blocking(shared.clone(), move || {
+        reading.views.list(&caller, scope, limit, cursor.as_deref())
+    })
+    .await?;
     // A round per partner node that fails a pull, at most: its rows are not pulled again.
     loop {
         let pulled = node.federation.pull(&org, &plan.remote()).await;
@@ -66,7 +116,10 @@ pub async fn list(
             break;
         }
         let reading = node.clone();
-        plan = blocking(move || reading.views.list_more(&mut plan).map(|()| plan)).await?;
+        plan = blocking(shared.clone(), move || {
+            reading.views.list_more(&mut plan).map(|()| plan)
+        })
+        .await?;
     }
     Ok(page_body(node.views.finish_list(plan)))
 }
@@ -90,7 +143,7 @@ async fn read(
     let at = at(params)?;
     let org = caller.organization.clone();
     let reading = node.clone();
-    let mut read = blocking(move || match at {
+    let mut read = blocking(share(node, &caller), move || match at {
         Some(at) => reading.views.read_at(&caller, scope, &id, at),
         None => reading.views.read(&caller, scope, &id, description),
     })
@@ -132,7 +185,10 @@ pub async fn view(
             let (scope, at) = (scope(&params)?, at(&params)?);
             negotiated(
                 media_type,
-                blocking(move || node.views.linked(&caller, scope, &id, format, at)).await?,
+                blocking(share(&node, &caller), move || {
+                    node.views.linked(&caller, scope, &id, format, at)
+                })
+                .await?,
             )
         }
     })
@@ -191,7 +247,7 @@ pub async fn all_documents(
 ) -> Result<Response> {
     let (scope, limit, cursor) = list_params(&params)?;
     let consignment = params.get("consignmentId").cloned();
-    let page = blocking(move || {
+    let page = blocking(share(&node, &caller), move || {
         node.views.all_documents(
             &caller,
             scope,
@@ -213,7 +269,7 @@ pub async fn find_document(
     let scope = scope(&params)?;
     let consignment = params.get("consignmentId").cloned();
     Ok(Json(
-        blocking(move || {
+        blocking(share(&node, &caller), move || {
             node.views
                 .find_document(&caller, scope, &document_id, consignment.as_deref())
         })
@@ -229,7 +285,7 @@ pub async fn history(
     QueryParams(params): Params,
 ) -> Result<Response> {
     let (scope, limit, cursor) = list_params(&params)?;
-    let page = blocking(move || {
+    let page = blocking(share(&node, &caller), move || {
         node.views
             .history(&caller, scope, &id, limit, cursor.as_deref())
     })
@@ -246,6 +302,9 @@ pub async fn revision(
 ) -> Result<Json<Value>> {
     let scope = scope(&params)?;
     Ok(Json(
-        blocking(move || node.views.revision(&caller, scope, &id, &revision)).await?,
+        blocking(share(&node, &caller), move || {
+            node.views.revision(&caller, scope, &id, &revision)
+        })
+        .await?,
     ))
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::extract::{Body, PathParams, QueryParams};
-use super::reads::{blocking, page_body, paging};
+use super::reads::{blocking, page_body, paging, share, Share};
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::node::Node;
@@ -39,7 +39,10 @@ pub async fn create_policy(
 ) -> Result<impl IntoResponse> {
     operator(&caller)?;
     let value = Value::Object(body.json_object()?);
-    let stored = blocking(move || node.sharing.create_policy(&value)).await?;
+    let stored = blocking(share(&node, &caller), move || {
+        node.sharing.create_policy(&value)
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(stored)))
 }
 
@@ -67,7 +70,10 @@ pub async fn delete_policy(
     PathParams(uid): PathParams<String>,
 ) -> Result<StatusCode> {
     operator(&caller)?;
-    blocking(move || node.sharing.delete_policy(&uid)).await?;
+    blocking(share(&node, &caller), move || {
+        node.sharing.delete_policy(&uid)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -77,7 +83,7 @@ pub async fn notifications(
     QueryParams(params): Params,
 ) -> Result<Response> {
     let (limit, cursor) = paging(&params)?;
-    let page = blocking(move || {
+    let page = blocking(share(&node, &caller), move || {
         node.sharing
             .notification_page(&caller, limit, cursor.as_deref())
     })
@@ -89,6 +95,7 @@ pub async fn notifications(
 struct Feed {
     node: Arc<Node>,
     org: String,
+    share: Share,
     last: u64,
     wake: watch::Receiver<u64>,
     closing: watch::Receiver<bool>,
@@ -128,6 +135,7 @@ pub async fn stream(
     let feed = Feed {
         expires: tokio::time::Instant::now() + left,
         closing: node.closing.subscribe(),
+        share: share(&node, &caller),
         org: caller.organization,
         node,
         last,
@@ -152,7 +160,12 @@ async fn next_event(mut feed: Feed) -> Option<(std::result::Result<Event, Infall
         }
         let (node, org, last) = (feed.node.clone(), feed.org.clone(), feed.last);
         // Point look-ups in RocksDB: off the async threads.
-        match blocking(move || node.sharing.notifications_after(&org, last, 100)).await {
+        let share = feed.share.clone();
+        match blocking(share, move || {
+            node.sharing.notifications_after(&org, last, 100)
+        })
+        .await
+        {
             Ok(batch) if !batch.is_empty() => {
                 feed.last = batch.last().map_or(feed.last, |(seq, _)| *seq);
                 feed.pending.extend(batch);

@@ -11,6 +11,7 @@ use oxigraph::sparql::results::{QueryResultsFormat, QueryResultsSerializer};
 
 use super::extract::Body;
 use super::negotiate::{negotiate, negotiated};
+use super::reads::{blocking, share, Share};
 use crate::auth::Caller;
 use crate::consignment::Scope;
 use crate::error::{Error, Result};
@@ -153,7 +154,8 @@ async fn answer(
                 .await?
             };
             (parsed, protocol, permit) = back;
-            on_replica(&node, replica, &text?, parsed.form, media_type).await?
+            let share = share(&node, &caller);
+            on_replica(&node, share, replica, &text?, parsed.form, media_type).await?
         }
         None => None,
     };
@@ -177,6 +179,7 @@ async fn answer(
 /// answers then). Its time limit and row cap are the store's.
 async fn on_replica(
     node: &Node,
+    share: Share,
     replica: &Replica,
     text: &str,
     form: Form,
@@ -187,7 +190,7 @@ async fn on_replica(
     match replica.query(text, form == Form::Graph, timeout, cap).await {
         // Serialising a large answer is CPU work.
         Ok(Outcome::Answer(answer)) => Ok(Some(
-            tokio::task::spawn_blocking(move || serialize(answer, media_type)).await??,
+            blocking(share, move || serialize(answer, media_type)).await?,
         )),
         Ok(Outcome::TooMany) => Err(crate::sparql::too_many(cap)),
         Err(Failure::TimedOut) => Err(crate::sparql::timed_out()),
@@ -208,25 +211,31 @@ async fn on_store(
     // evaluation (at its next store read, or its next solution: `sparql::guard`).
     let cancel = permit.token.clone();
     let stop = cancel.clone();
-    // Evaluation and serialisation are store reads and CPU work.
+    // Evaluation and serialisation are store reads and CPU work: they take a slot of the
+    // caller's share of the blocking work, though they run on the endpoint's own threads.
     let worker = node.clone();
     let runtime = tokio::runtime::Handle::current();
-    let work = threads::run(move || {
-        let _permit = permit;
-        let started = std::time::Instant::now();
-        let answer = worker
-            .sparql
-            .run(&caller, scope, parsed, &protocol, cancel)
-            .and_then(|answer| serialize(answer, media_type));
-        // An analyst's aggregate can hold hundreds of MB of joins; once it is done, that
-        // memory goes back to the OS instead of staying with the allocator. Quick queries
-        // hold little, and trimming walks every arena: not after those — and not on the
-        // answer's path (a trim takes tens of milliseconds).
-        if started.elapsed() >= std::time::Duration::from_millis(200) {
-            runtime.spawn_blocking(crate::store::memory::release_free);
-        }
-        answer
-    });
+    let share = share(node, &caller);
+    let work = async move {
+        let slot = share.slot().await;
+        threads::run(move || {
+            let _held = (permit, slot);
+            let started = std::time::Instant::now();
+            let answer = worker
+                .sparql
+                .run(&caller, scope, parsed, &protocol, cancel)
+                .and_then(|answer| serialize(answer, media_type));
+            // An analyst's aggregate can hold hundreds of MB of joins; once it is done, that
+            // memory goes back to the OS instead of staying with the allocator. Quick queries
+            // hold little, and trimming walks every arena: not after those — and not on the
+            // answer's path (a trim takes tens of milliseconds).
+            if started.elapsed() >= std::time::Duration::from_millis(200) {
+                runtime.spawn_blocking(crate::store::memory::release_free);
+            }
+            answer
+        })
+        .await
+    };
     let mut closing = node.closing.subscribe();
     tokio::select! {
         done = work => done?,

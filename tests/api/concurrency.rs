@@ -11,6 +11,12 @@ use crate::common::*;
 const VIEW: &str =
     "/supply-chain/data-space/consignments/urn:uuid:7d1f8f3e-5b3c-4c1e-9a51-2f6a1f0b9c11";
 
+/// One organisation's activities all in flight at once: beyond the default per-organisation
+/// allowance (`fairness`), which would answer most of them 429.
+fn all_in_flight(config: &mut dataspace_node::Config) {
+    config.inbox_max_concurrent_per_org = 64;
+}
+
 /// Posts every activity at once, each from its own task; returns the entries in order.
 async fn all_at_once(node: &TestNode, who: &Session, activities: Vec<Value>) -> Vec<Value> {
     let mut tasks = Vec::new();
@@ -40,7 +46,7 @@ async fn all_at_once(node: &TestNode, who: &Session, activities: Vec<Value>) -> 
 
 #[tokio::test]
 async fn sixty_four_parallel_adds_make_sixty_four_events() {
-    let node = TestNode::start().await;
+    let node = TestNode::start_with(all_in_flight).await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     trader.publish_example(&node, "create-consignment").await;
     let adds: Vec<Value> = (0..64)
@@ -87,7 +93,7 @@ fn variant(org: &str, i: usize) -> Value {
 
 #[tokio::test]
 async fn parallel_updates_leave_exactly_one_of_them() {
-    let node = TestNode::start().await;
+    let node = TestNode::start_with(all_in_flight).await;
     let trader = Session::new(&node, "trader@forwarder.example").await;
     trader.publish_example(&node, "create-consignment").await;
     let updates: Vec<Value> = (0..16).map(|i| variant(trader.org(), i)).collect();

@@ -29,6 +29,8 @@ impl Node {
             .arg("--data-dir")
             .arg(dir)
             .args(["--api-key", OPERATOR_KEY])
+            // Every client of the one organisation in flight at the kill.
+            .args(["--inbox-max-concurrent-per-org", &CLIENTS.to_string()])
             .env("RUST_LOG", "error")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -484,7 +484,8 @@ fn uuid_like(seed: &str) -> String {
 
 #[tokio::test]
 async fn parallel_activities_on_one_consignment_all_land() {
-    let node = TestNode::start().await;
+    // All in flight at once: beyond the default per-organisation allowance (`fairness`).
+    let node = TestNode::start_with(|c| c.inbox_max_concurrent_per_org = 24).await;
     let trader = std::sync::Arc::new(Session::new(&node, "trader@forwarder.example").await);
     trader.publish_example(&node, "create-consignment").await;
     let mut tasks = Vec::new();

@@ -10,6 +10,7 @@ mod crash;
 mod documents;
 mod endless;
 mod export;
+mod fairness;
 mod federation;
 mod history;
 mod ids;
