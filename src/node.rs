@@ -341,19 +341,21 @@ fn federation_of(
     identity: &Arc<NodeIdentity>,
     documents: &Documents,
 ) -> Result<Arc<Federation>> {
-    Ok(Arc::new(Federation::new(
-        identity.clone(),
-        documents.attestor().signing_key().clone(),
-        &config.federation_partners,
-        &config.federation_allow_http,
-        std::time::Duration::from_millis(config.federation_timeout_ms),
-        std::time::Duration::from_secs(config.federation_cache_secs),
-        &config.data_dir.join("seen-node-tokens"),
-        crate::federation::Limits {
-            notices_per_minute: config.federation_max_notices_per_minute,
-            remote_records: config.federation_max_remote_records,
-        },
-    )?))
+    Ok(Arc::new(
+        Federation::new(
+            identity.clone(),
+            documents.attestor().signing_key().clone(),
+            &config.federation_partners,
+            &config.federation_allow_http,
+            std::time::Duration::from_millis(config.federation_timeout_ms),
+            std::time::Duration::from_secs(config.federation_cache_secs),
+            crate::federation::Limits {
+                notices_per_minute: config.federation_max_notices_per_minute,
+                remote_records: config.federation_max_remote_records,
+            },
+        )?
+        .remember_tokens_in(&config.data_dir.join("seen-node-tokens"))?,
+    ))
 }
 
 /// The store, its data dir's graph names brought up to date, and the node's queries.

@@ -21,8 +21,8 @@
 pub mod did;
 pub mod notice;
 pub mod outbox;
-mod seen;
 pub mod rate;
+mod seen;
 pub mod token;
 mod vet;
 
@@ -115,7 +115,6 @@ impl Federation {
         allow_http: &[String],
         timeout: Duration,
         cache_ttl: Duration,
-        seen_tokens: &std::path::Path,
         limits: Limits,
     ) -> Result<Self> {
         let client = reqwest::Client::builder()
@@ -131,7 +130,7 @@ impl Federation {
             tracing::warn!(hosts = ?resolver.allow_http(), "partner nodes on these hosts are reached over plain HTTP");
         }
         Ok(Self {
-            tokens: Tokens::new(identity.node_did(), &key)?.persisted(seen_tokens)?,
+            tokens: Tokens::new(identity.node_did(), &key)?,
             resolver,
             identity,
             key,
@@ -143,6 +142,13 @@ impl Federation {
             limits,
             outbox: Arc::new(Outbox::default()),
         })
+    }
+
+    /// Keeps the node tokens seen in the file `path`, so that none is accepted twice across
+    /// restarts. At start-up.
+    pub fn remember_tokens_in(mut self, path: &std::path::Path) -> Result<Self> {
+        self.tokens.persist_in(path)?;
+        Ok(self)
     }
 
     /// This node's federation endpoint (the service entry of its DID documents).

@@ -63,13 +63,11 @@ impl Tokens {
         })
     }
 
-    /// The same, the seen `jti`s kept in the file `path` as well, so a restart forgets none.
-    pub fn persisted(self, path: &Path) -> Result<Self> {
+    /// Keeps the seen `jti`s in the file `path` as well, so a restart forgets none.
+    pub fn persist_in(&mut self, path: &Path) -> Result<()> {
         let now = chrono::Utc::now().timestamp();
-        Ok(Self {
-            seen: Mutex::new(Seen::open(path, now, LEEWAY_SECS as i64)?),
-            ..self
-        })
+        self.seen = Mutex::new(Seen::open(path, now, LEEWAY_SECS as i64)?);
+        Ok(())
     }
 
     /// A token for a call to node `aud` on behalf of `organization` (one of this node's).

@@ -43,7 +43,11 @@ pub async fn blob(
         .map_err(|refused| Error::Forbidden(refused.message().into()))?;
     let (reading, blob) = (node.clone(), hex.clone());
     let shared = super::reads::org_share(&node, &granted.org);
-    if !blocking(shared, move || reading.views.may_download(&granted.org, &blob)).await? {
+    if !blocking(shared, move || {
+        reading.views.may_download(&granted.org, &blob)
+    })
+    .await?
+    {
         // As an expired link: the holder learns nothing of why (a grant revoked, say).
         return Err(Error::Forbidden(NO_LONGER_VALID.into()));
     }
