@@ -306,7 +306,7 @@ impl Harness {
                             .map_err(tag("linked"))?;
                     }
                     let plan = node.views.list(&who, scope, 5, None).map_err(tag("list"))?;
-                    node.views.finish_list(plan, Vec::new());
+                    node.views.finish_list(plan);
                     node.views
                         .all_documents(&who, scope, 5, None, None)
                         .map_err(tag("documents"))?;
@@ -383,7 +383,7 @@ impl Harness {
             .block_on(async move {
                 tokio::task::spawn_blocking(move || {
                     let plan = node.views.list(&caller(ORG), Scope::Own, 1, None).unwrap();
-                    node.views.finish_list(plan, Vec::new()).cursor
+                    node.views.finish_list(plan).cursor
                 })
                 .await
             })

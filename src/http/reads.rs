@@ -56,10 +56,19 @@ pub async fn list(
     let (scope, limit, cursor) = list_params(&params)?;
     let org = caller.organization.clone();
     let reading = node.clone();
-    let plan =
+    let mut plan =
         blocking(move || reading.views.list(&caller, scope, limit, cursor.as_deref())).await?;
-    let pulled = node.federation.pull(&org, &plan.remote()).await;
-    Ok(page_body(node.views.finish_list(plan, pulled)))
+    // A round per partner node that fails a pull, at most: its rows are not pulled again.
+    loop {
+        let pulled = node.federation.pull(&org, &plan.remote()).await;
+        node.views.fill(&mut plan, pulled);
+        if !plan.wants_more() {
+            break;
+        }
+        let reading = node.clone();
+        plan = blocking(move || reading.views.list_more(&mut plan).map(|()| plan)).await?;
+    }
+    Ok(page_body(node.views.finish_list(plan)))
 }
 
 /// `?at=`, when given: the instant a read answers for.

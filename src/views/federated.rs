@@ -14,6 +14,8 @@ use oxigraph::model::NamedNode;
 use serde_json::{json, Value};
 
 use super::{instant, Description, Item, ListPlan, Part, Parts, Read, Views, Visible};
+use crate::consignment::cursor::Position;
+use crate::consignment::listing;
 use crate::consignment::{Entity, Page};
 use crate::error::{Error, Result};
 use crate::federation::RemoteDataset;
@@ -28,7 +30,7 @@ impl ListPlan {
             .iter()
             .filter_map(|i| match i {
                 Item::Remote(r, _) => Some(r.clone()),
-                Item::Ready(_) => None,
+                Item::Ready(_) | Item::Pulled(_) => None,
             })
             .collect()
     }
@@ -48,15 +50,15 @@ fn parts_of(v: &Value, key: &str) -> Vec<Part> {
 }
 
 impl Views {
-    /// A list page with its pulled rows in place; a dataset that could not be pulled leaves
-    /// its row out and adds a `discoveryFailed` warning.
-    pub fn finish_list(&self, plan: ListPlan, pulled: Vec<Option<Arc<Value>>>) -> Page {
+    /// Puts the datasets pulled for `plan`'s partner rows in place. A row whose dataset could
+    /// not be pulled leaves the page, counted in its provider's one `discoveryFailed` warning,
+    /// and its node is asked nothing more in this read: its other rows are counted as the walk
+    /// passes them, so a partner that announced many consignments and stopped answering costs
+    /// one wait per read and leaves the caller's own and reachable rows on the page.
+    pub fn fill(&self, plan: &mut ListPlan, pulled: Vec<Option<Arc<Value>>>) {
         let mut pulled = pulled.into_iter();
-        let mut entities = Vec::with_capacity(plan.items.len());
-        let mut warnings = Vec::new();
-        for item in plan.items {
+        for item in std::mem::take(&mut plan.items) {
             match item {
-                Item::Ready(text) => entities.push(Entity::Text(text)),
                 Item::Remote(remote, ids) => {
                     match pulled
                         .next()
@@ -65,20 +67,51 @@ impl Views {
                     {
                         Some(Value::Object(mut summary)) => {
                             summary.extend(ids);
-                            entities.push(Entity::Value(Value::Object(summary)))
+                            plan.items.push(Item::Pulled(Value::Object(summary)));
                         }
-                        _ => warnings.push(json!({
-                            "code": "discoveryFailed",
-                            "provider": remote.provider,
-                            "datasetId": remote.dataset,
-                        })),
+                        _ => plan.unfilled.pull_failed(&remote),
                     }
                 }
+                other => plan.items.push(other),
             }
         }
+    }
+
+    /// The page of a filled plan: its rows, a cursor when a row follows, a warning per
+    /// provider whose rows it left out.
+    pub fn finish_list(&self, mut plan: ListPlan) -> Page {
+        let mut entities = Vec::with_capacity(plan.items.len());
+        for item in std::mem::take(&mut plan.items) {
+            match item {
+                Item::Ready(text) => entities.push(Entity::Text(text)),
+                Item::Pulled(value) => entities.push(Entity::Value(value)),
+                // Never pulled (not left by a read that pulls): left out as unfilled.
+                Item::Remote(remote, _) => plan.unfilled.pull_failed(&remote),
+            }
+        }
+        let warnings = plan
+            .unfilled
+            .providers
+            .iter()
+            .map(|(provider, dataset, rows)| {
+                json!({"code": "discoveryFailed", "provider": provider, "datasetId": dataset,
+                       "rows": rows})
+            })
+            .collect();
+        let cursor = plan.consumed.filter(|_| plan.more).map(|(ms, bits)| {
+            self.cursors.encode(&Position {
+                list: "consignments".into(),
+                org: plan.org.clone(),
+                scope: plan.scope.as_str().into(),
+                at: chrono::DateTime::from_timestamp_millis(ms)
+                    .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                    .unwrap_or_default(),
+                id: listing::aig(&(ms, bits)),
+            })
+        });
         Page {
             entities,
-            cursor: plan.cursor,
+            cursor,
             warnings,
         }
     }

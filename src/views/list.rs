@@ -21,7 +21,8 @@ impl Views {
     /// (`shared`) or both merged newest first, a shared row dropped when the caller has its own
     /// consignment with that identifier (`all`). Blocking.
     /// Rows of consignments held elsewhere come back as [`Item::Remote`], completed by
-    /// [`Views::finish_list`] with what their providers send.
+    /// [`Views::fill`] with what their providers send; when some could not be, the page walks
+    /// on ([`Views::list_more`]).
     pub fn list(
         &self,
         caller: &Caller,
@@ -30,7 +31,7 @@ impl Views {
         cursor: Option<&str>,
     ) -> Result<ListPlan> {
         let org = &caller.organization;
-        let mut after = match cursor {
+        let after = match cursor {
             Some(c) => {
                 let p = self
                     .cursors
@@ -42,63 +43,82 @@ impl Views {
             }
             None => None,
         };
-        // Shared rows under `all` give way to the caller's own copy of their identifier; a
-        // caller with no consignment of its own (most border agencies) has none to look up.
-        let dedupe = scope == Scope::All && self.listing.holds_any(org);
-        let mut rows = Vec::with_capacity(limit);
-        let mut last = None;
-        let mut more = false;
-        // Both sources are in list order, so the next `limit + 1` keys of the merge are among
-        // the next `limit + 1` of each; dropped duplicates only mean another round.
+        let mut plan = ListPlan {
+            org: org.clone(),
+            scope,
+            limit,
+            // Shared rows under `all` give way to the caller's own copy of their identifier; a
+            // caller with no consignment of its own (most border agencies) has none to look up.
+            dedupe: scope == Scope::All && self.listing.holds_any(org),
+            items: Vec::with_capacity(limit),
+            consumed: after,
+            more: false,
+            unfilled: Unfilled::default(),
+        };
+        self.walk(&mut plan)?;
+        Ok(plan)
+    }
+
+    /// Walks on to fill the rows of `plan` whose partner datasets could not be pulled, past
+    /// the rows of the nodes that failed. Blocking.
+    pub fn list_more(&self, plan: &mut ListPlan) -> Result<()> {
+        self.walk(plan)
+    }
+
+    /// Reads rows after the last key `plan` consumed until it holds `limit`, and whether a
+    /// further row exists. Rows of a partner node that failed a pull in this read are not
+    /// asked for again: they are counted in their provider's warning.
+    fn walk(&self, plan: &mut ListPlan) -> Result<()> {
+        plan.more = false;
+        let org = plan.org.clone();
+        let mut after = plan.consumed;
+        // Both sources are in list order, so the next keys of the merge are among the next
+        // of each; dropped rows only mean another round.
         'scan: loop {
+            let want = plan.limit - plan.items.len() + 1;
             let mut keys: Vec<(listing::Key, bool)> = Vec::new();
-            if scope.includes_own() {
-                let own = self.listing.page(org, after.as_ref(), limit + 1);
+            if plan.scope.includes_own() {
+                let own = self.listing.page(&org, after.as_ref(), want);
                 keys.extend(own.into_iter().map(|k| (k, true)));
             }
-            if scope.includes_shared() {
-                let shared = self.sharing.shared_page(org, after.as_ref(), limit + 1);
+            if plan.scope.includes_shared() {
+                let shared = self.sharing.shared_page(&org, after.as_ref(), want);
                 keys.extend(shared.into_iter().map(|k| (k, false)));
             }
             if keys.is_empty() {
                 break;
             }
             keys.sort_by_key(|k| std::cmp::Reverse(k.0));
-            keys.truncate(limit + 1);
-            let mut read = self.prefetch(org, &keys, dedupe)?;
+            keys.truncate(want);
+            let mut read = self.prefetch(&org, &keys, plan.dedupe)?;
             for (i, (key, own)) in keys.into_iter().enumerate() {
                 after = Some(key);
                 let row = match read[i].take() {
                     Some(row) => row,
-                    None => self.row(org, &listing::aig(&key), own, dedupe)?,
+                    None => self.row(&org, &listing::aig(&key), own, plan.dedupe)?,
                 };
-                let Some(row) = row else { continue };
-                if rows.len() == limit {
-                    more = true;
-                    break 'scan;
+                match row {
+                    Some(Item::Remote(remote, _)) if plan.unfilled.failed(&remote) => {
+                        plan.unfilled.skip(&remote);
+                        if plan.unfilled.skipped >= MAX_SKIPPED {
+                            plan.consumed = Some(key);
+                            plan.more = true;
+                            break 'scan;
+                        }
+                    }
+                    Some(row) => {
+                        if plan.items.len() == plan.limit {
+                            plan.more = true;
+                            break 'scan;
+                        }
+                        plan.items.push(row);
+                    }
+                    None => {}
                 }
-                rows.push(row);
-                last = Some(key);
+                plan.consumed = Some(key);
             }
         }
-        let cursor = match (more, last) {
-            (true, Some(key @ (ms, _))) => Some(
-                self.cursors.encode(&Position {
-                    list: "consignments".into(),
-                    org: org.clone(),
-                    scope: scope.as_str().into(),
-                    at: chrono::DateTime::from_timestamp_millis(ms)
-                        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-                        .unwrap_or_default(),
-                    id: listing::aig(&key),
-                }),
-            ),
-            _ => None,
-        };
-        Ok(ListPlan {
-            items: rows,
-            cursor,
-        })
+        Ok(())
     }
 
     /// Reads the rows of `keys` that take store reads, several at once, and returns them by
@@ -325,17 +345,90 @@ impl Drop for Reserved<'_> {
     }
 }
 
-/// A list page before partner datasets are pulled.
+/// Rows of partner nodes that failed in this read a page walks past at most, counting them
+/// (a point look-up each), before it ends with a cursor there: a node may hold
+/// `--federation-max-remote-records` of an organisation's rows.
+const MAX_SKIPPED: usize = 10_000;
+
+/// A list page on its way: the rows read so far, some still to be pulled from partners, and
+/// where the walk stands.
 pub struct ListPlan {
+    pub(super) org: String,
+    pub(super) scope: Scope,
+    pub(super) limit: usize,
+    dedupe: bool,
     pub(super) items: Vec<Item>,
-    pub(super) cursor: Option<String>,
+    /// The last key the walk is done with (a row taken, dropped, or counted as unfilled).
+    pub(super) consumed: Option<listing::Key>,
+    /// A row follows the page.
+    pub(super) more: bool,
+    pub(super) unfilled: Unfilled,
 }
 
-/// One row of a list page: ready (JSON text), or to be pulled from a partner node.
+impl ListPlan {
+    /// Whether the page lost rows to failed pulls and the walk may fill them.
+    pub fn wants_more(&self) -> bool {
+        self.more && self.items.len() < self.limit && self.unfilled.skipped < MAX_SKIPPED
+    }
+}
+
+/// One row of a list page: ready (JSON text), to be pulled from a partner node, or pulled.
 pub(super) enum Item {
     Ready(Arc<str>),
     /// The publisher's dataset to pull, and the ids its row takes from this node's index.
     Remote(RemoteDataset, Map<String, Value>),
+    /// A partner's row as its dataset's summary, with this node's ids.
+    Pulled(Value),
+}
+
+/// The rows of partner datasets a page could not fill, per provider in the order met (one
+/// warning each), and the partner nodes that failed a pull in this read.
+#[derive(Default)]
+pub(super) struct Unfilled {
+    /// Provider, its first dataset left out, rows left out.
+    pub(super) providers: Vec<(String, String, usize)>,
+    index: std::collections::HashMap<String, usize>,
+    failed_nodes: std::collections::HashSet<String>,
+    /// Rows walked past because their node had failed.
+    skipped: usize,
+}
+
+impl Unfilled {
+    /// Counts a row of `remote` left out.
+    fn count(&mut self, remote: &RemoteDataset) {
+        match self.index.get(&remote.provider) {
+            Some(&i) => self.providers[i].2 += 1,
+            None => {
+                self.index
+                    .insert(remote.provider.clone(), self.providers.len());
+                self.providers
+                    .push((remote.provider.clone(), remote.dataset.clone(), 1));
+            }
+        }
+    }
+
+    /// A pull of `remote` failed: its row is left out, and its node asked nothing more.
+    pub(super) fn pull_failed(&mut self, remote: &RemoteDataset) {
+        self.count(remote);
+        self.failed_nodes
+            .insert(node_of(&remote.provider).to_owned());
+    }
+
+    /// Whether `remote`'s node failed a pull in this read.
+    fn failed(&self, remote: &RemoteDataset) -> bool {
+        self.failed_nodes.contains(node_of(&remote.provider))
+    }
+
+    /// Counts a row of a failed node the walk passes.
+    fn skip(&mut self, remote: &RemoteDataset) {
+        self.count(remote);
+        self.skipped += 1;
+    }
+}
+
+/// The node of a provider organisation (the provider itself when it names none).
+fn node_of(provider: &str) -> &str {
+    crate::federation::did::node_of(provider).unwrap_or(provider)
 }
 
 /// The stored facts of one list row.

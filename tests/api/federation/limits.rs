@@ -119,3 +119,54 @@ async fn a_partner_node_holds_at_most_the_capped_records_per_organisation() {
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     assert!(notified(&agency, &a).await.contains(&refused));
 }
+
+/// A partner node announces many consignments to an agency and then stops answering: the
+/// agency's first page still shows its own consignment and the one a publisher on its node
+/// shared with it, with one `discoveryFailed` warning per provider counting the rows it could
+/// not fill — not a page of warnings with its own rows pushed behind them.
+#[tokio::test]
+async fn an_unreachable_partners_rows_do_not_crowd_the_first_page() {
+    let (a, c, _) = a_and_a_partner().await;
+    let (_operator, trader, agency) = kenya_circle(&a).await;
+    trader.publish_example(&a, "create-consignment").await;
+    let own = consignment_at(agency.org(), 7, "TZDAR", "2026-12-24T06:00:00Z");
+    assert_completed(&agency.publish(&a, &own).await);
+    let providers = [
+        format!("{}:org:0b01", did_of(&c)),
+        format!("{}:org:0b02", did_of(&c)),
+    ];
+    for n in 0..24u32 {
+        let from = &providers[(n % 2) as usize];
+        let notice = announce(from, &format!("{n:032x}"), agency.org(), &now());
+        assert_eq!(
+            notify(&c, from, &a, &notice).await.status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    let halted = c.halt().await;
+    let list = get_json(&agency, &a, &format!("{LIST}?scope=all&limit=10")).await;
+    let ids: Vec<&str> = list["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["globalId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["urn:uuid:00000000-0000-4000-8000-000000000007", GLOBAL_ID],
+        "{list:#}"
+    );
+    let warnings = list["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{list:#}");
+    for provider in &providers {
+        let warning = warnings
+            .iter()
+            .find(|w| w["provider"] == *provider)
+            .unwrap();
+        assert_eq!(warning["code"], "discoveryFailed");
+        assert_eq!(warning["rows"], 12, "{warning}");
+        assert!(warning["datasetId"].as_str().is_some(), "{warning}");
+    }
+    assert!(list.get("cursor").is_none(), "{list:#}");
+    drop(halted);
+}

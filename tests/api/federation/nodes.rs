@@ -174,7 +174,8 @@ async fn three_nodes_share_pull_contribute_and_survive_a_provider_outage() {
     assert_eq!(list["entities"], json!([]), "{list:#}");
     assert_eq!(
         list["warnings"],
-        json!([{"code": "discoveryFailed", "provider": trader.org(), "datasetId": dataset}])
+        json!([{"code": "discoveryFailed", "provider": trader.org(), "datasetId": dataset,
+                "rows": 1}])
     );
     let events = get_json(&agency, &b, &path).await;
     assert_eq!(event_codes(&events), vec!["kra:inspection-completed"]);
