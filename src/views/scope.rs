@@ -4,22 +4,31 @@ use super::*;
 
 impl Views {
     /// Resolves a path id (globalId, identifier or `aig:` id) to a consignment the caller may
-    /// read in `scope`: its own first (the spec: "the caller's own copy wins"), else the one
-    /// consignment shared with it under that id. When several publishers' consignments shared
-    /// with it carry the id, choosing one would let any of them take over the id (an agency
-    /// reading, or adding its report to, another publisher's consignment): 409 listing them,
-    /// to be named by aig id. 404 otherwise, with the same message whether or not the
-    /// consignment exists.
+    /// read in `scope`. Candidates rank the caller's own first (the spec: "the caller's own
+    /// copy wins"), then those of this node's organisations, then those partner nodes
+    /// announced — a partner's ids are its word, and it may announce any number under an id
+    /// this node's publishers use: they must neither crowd the real one out nor make it
+    /// ambiguous. The id names the first rank holding any: its one consignment (the newest of
+    /// the caller's own); several publishers' in that rank are a 409 listing them, to be named
+    /// by aig id — choosing one would let any of them take over the id. 404 otherwise, with
+    /// the same message whether or not the consignment exists.
     pub fn resolve(&self, caller: &Caller, scope: Scope, id: &str) -> Result<Visible> {
         let org = caller.organization.as_str();
+        let rank = |publisher: &str| match publisher {
+            p if p == org => 0,
+            p if !self.sharing.is_remote(p) => 1,
+            _ => 2,
+        };
         let mut rows = crate::store::index::by_any_id(&self.store, id)?;
-        // Own records first, then those of this node's organisations, then those partner
-        // nodes announced (their ids are the partner's word, and a partner may announce any
-        // number under one id: they must not crowd this node's out of the answer); the index
-        // answers each group newest first.
-        rows.sort_by_key(|row| (row.publisher != org, self.sharing.is_remote(&row.publisher)));
+        // Stable: the index answers each rank newest first.
+        rows.sort_by_key(|row| rank(&row.publisher));
+        let mut found: Option<usize> = None;
         let mut visible: Vec<(Visible, String)> = Vec::new();
         for row in rows {
+            let row_rank = rank(&row.publisher);
+            if found.is_some_and(|r| r < row_rank) {
+                break;
+            }
             let (graphs, remote) = self.scope_graphs(
                 org,
                 scope,
@@ -31,7 +40,7 @@ impl Views {
             if graphs.is_empty() && remote.is_empty() {
                 continue;
             }
-            let own = row.publisher == org;
+            found = Some(row_rank);
             visible.push((
                 Visible {
                     record: row.record,
@@ -44,15 +53,13 @@ impl Views {
                 },
                 row.publisher,
             ));
-            if own || visible.len() == crate::store::index::MAX_MATCHES {
+            if row_rank == 0 || visible.len() == crate::store::index::MAX_MATCHES {
                 break;
             }
         }
-        let own = visible.first().is_some_and(|(_, p)| p == org);
         match visible.len() {
             0 => Err(Error::NotFound(NOT_FOUND.into())),
             1 => Ok(visible.remove(0).0),
-            _ if own => Ok(visible.remove(0).0),
             _ => Err(ambiguous(
                 id,
                 visible.iter().map(|(v, p)| (v.aig.as_str(), p.as_str())),

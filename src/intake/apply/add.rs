@@ -95,8 +95,9 @@ impl Apply<'_> {
 
     /// The consignment the Add's target names.
     fn target(&self, tx: &Transaction<'_>, key: &str) -> Result<Result<Record, TaskError>> {
-        // The caller's own consignment wins; among shared ones the key must name exactly one,
-        // or another publisher's consignment could receive what was meant for this one.
+        // The caller's own consignment wins; among shared ones, those of the first rank that
+        // holds any (this node's organisations', else partners') must be exactly one, or
+        // another publisher's consignment could receive what was meant for this one.
         let found = match self.lookup(tx, key)? {
             Some(own) => Some(own),
             None => {

@@ -94,9 +94,10 @@ impl Apply<'_> {
     }
 
     /// The consignments other organisations shared with the caller's, by globalId, identifier
-    /// or aig id (at most one per record): this node's organisations' first, then those partner
-    /// nodes announced (a partner may announce any number under one id: they must not crowd
-    /// the real one out of the candidates), each newest first; at most 50, as the reads answer.
+    /// or aig id (at most one per record), of the first rank that holds any: this node's
+    /// organisations', else those partner nodes announced (a partner may announce any number
+    /// under one id: they must neither crowd the real one out of the candidates nor make it
+    /// ambiguous), newest first; at most 50, as the reads answer.
     pub(super) fn lookup_shared(&self, tx: &Transaction<'_>, key: &str) -> Result<Vec<Record>> {
         let rows = self.queries.select_in(
             tx,
@@ -122,6 +123,9 @@ impl Apply<'_> {
             }
         }
         found.sort_by(|a, b| (a.0, a.1, &a.2.aig_hex).cmp(&(b.0, b.1, &b.2.aig_hex)));
+        if let Some(first_rank) = found.first().map(|f| f.0) {
+            found.retain(|f| f.0 == first_rank);
+        }
         found.truncate(crate::store::index::MAX_MATCHES);
         Ok(found.into_iter().map(|(_, _, record)| record).collect())
     }

@@ -134,8 +134,8 @@ async fn a_second_share_of_a_partners_consignment_keeps_its_stored_date() {
 
 /// A partner node may announce any number of its organisations' consignments under one id.
 /// Announced to the organisation that publishes a consignment under that id here (and to
-/// the agency it is shared with), they must not push the real one out of the id's look-up:
-/// the publisher still reads its own, the agency still finds it among the candidates.
+/// the agency it is shared with), they make nothing ambiguous: the publisher still reads its
+/// own, and the agency reads, and adds its event to, the one its node's publisher shared.
 #[tokio::test]
 async fn announcements_under_a_taken_id_do_not_hide_the_real_consignment() {
     let (a, c, _) = a_and_a_partner().await;
@@ -157,13 +157,72 @@ async fn announcements_under_a_taken_id_do_not_hide_the_real_consignment() {
     }
     let again = get_json(&trader, &a, &format!("{LIST}/{GLOBAL_ID}")).await;
     assert_eq!(again["id"], own["id"], "{again:#}");
-    let r = agency.get(&a, &format!("{LIST}/{GLOBAL_ID}")).await;
-    let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
-    let text = body.to_string();
-    assert!(text.contains(own["id"].as_str().unwrap()), "{text}");
-    // So does the agency's Add naming it by that id.
+    let view = get_json(&agency, &a, &format!("{LIST}/{GLOBAL_ID}")).await;
+    assert_eq!(view["id"], own["id"], "{view:#}");
     let event = as_org(example("add-event"), agency.org());
     assert_eq!(event["target"]["globalId"], GLOBAL_ID);
-    let error = task_error(&agency.publish(&a, &event).await).to_string();
-    assert!(error.contains(own["id"].as_str().unwrap()), "{error}");
+    assert_completed(&agency.publish(&a, &event).await);
+    let events = get_json(&trader, &a, &format!("{LIST}/{GLOBAL_ID}/events?scope=all")).await;
+    assert_eq!(event_codes(&events), ["tlip:vessel-departed"], "{events:#}");
+}
+
+/// The aig ids of a 409's candidates, sorted.
+fn candidates(body: &Value) -> Vec<String> {
+    let mut aigs: Vec<String> = body["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["aigId"].as_str().unwrap().to_owned())
+        .collect();
+    aigs.sort();
+    aigs
+}
+
+/// Candidates for an id rank the caller's own, then this node's organisations', then those
+/// partners announced: the id names the first rank that holds any, and a 409 lists that
+/// rank's candidates only — two publishers here sharing one id with the agency are
+/// ambiguous among themselves, the partners' announcements under it are not among them; two
+/// partners' announcements under an id nobody here uses are ambiguous between them.
+#[tokio::test]
+async fn an_id_names_its_first_rank_and_a_409_lists_that_rank_only() {
+    let (a, c, _) = a_and_a_partner().await;
+    let (_operator, trader, agency) = kenya_circle(&a).await;
+    let shipper = Session::new(&a, "trader@shipper.example").await;
+    let mut local = Vec::new();
+    for publisher in [&trader, &shipper] {
+        publisher.publish_example(&a, "create-consignment").await;
+        let list = get_json(publisher, &a, &format!("{LIST}?scope=own")).await;
+        local.push(list["entities"][0]["aigId"].as_str().unwrap().to_owned());
+    }
+    local.sort();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut announced = Vec::new();
+    for (n, global_id) in [
+        (1, GLOBAL_ID),
+        (2, GLOBAL_ID),
+        (3, "urn:uuid:p"),
+        (4, "urn:uuid:p"),
+    ] {
+        let partner = format!("{}:org:announcer{n}", did_of(&c));
+        let hex = format!("{n:032x}");
+        let mut notice = announce(&partner, &hex, agency.org(), &now);
+        notice["object"]["consignment"]["globalId"] = json!(global_id);
+        let r = notify(&c, &partner, &a, &notice).await;
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+        announced.push(format!("aig:{hex}"));
+    }
+    let r = agency.get(&a, &format!("{LIST}/{GLOBAL_ID}")).await;
+    let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
+    assert_eq!(candidates(&body["properties"]), local, "{body:#}");
+    let r = agency.get(&a, &format!("{LIST}/urn:uuid:p")).await;
+    let body = assert_error(r, StatusCode::CONFLICT, "GeneralError").await;
+    assert_eq!(candidates(&body["properties"]), announced[2..], "{body:#}");
+    // The Add's look-up ranks alike.
+    let event = as_org(example("add-event"), agency.org());
+    let error = task_error(&agency.publish(&a, &event).await).clone();
+    assert_eq!(
+        candidates(&error["cause"]["properties"]),
+        local,
+        "{error:#}"
+    );
 }
