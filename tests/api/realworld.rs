@@ -303,7 +303,7 @@ async fn bad_forms_are_still_refused_naming_path_and_value() {
         (
             "/object/atArrivalTransportMovement/arrivalEvent/0/scheduledOccurrenceDateTime",
             json!("2026-13-01T00:00:00Z"),
-            "object.atArrivalTransportMovement.arrivalEvent.scheduledOccurrenceDateTime",
+            "object.atArrivalTransportMovement.arrivalEvent[0].scheduledOccurrenceDateTime",
             "2026-13-01",
         ),
         (
@@ -722,7 +722,7 @@ macro_rules! corpus {
 
 const DATE: &str =
     "TransportEvent: `scheduledOccurrenceDateTime` (ISO 8601 date-time): a one-digit day";
-const DPI: &[(&str, &str)] = &[("departureEvent.scheduledOccurrenceDateTime", DATE)];
+const DPI: &[(&str, &str)] = &[("departureEvent[0].scheduledOccurrenceDateTime", DATE)];
 const SIGNAL: &[(&str, &str)] = &[
     (
         "occurrenceLogisticsLocation.identifier",
