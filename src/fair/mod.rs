@@ -7,8 +7,9 @@
 //! with the fewest slots held, parties tied taking turns: a party that sends thirty-two requests
 //! at once waits behind itself, and another's request gets the next slot. A waiter dropped (its
 //! client gone) leaves the queue; a slot is given back when its work ends, whoever waited for
-//! it. Why order, fairness and progress hold: docs/ARCHITECTURE.md, "Fair shares of the
-//! blocking pool".
+//! it. The same order gives the inbox's writes their turns at the writer lock, one slot waited
+//! for on a blocking thread ([`Fair::slot_blocking`]). Why order, fairness and progress hold:
+//! docs/ARCHITECTURE.md, "Fair shares of the blocking work".
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
