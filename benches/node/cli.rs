@@ -35,6 +35,13 @@ pub struct Args {
     /// countries and UN/LOCODEs, as on a busy node. 0 skips the routing measurement.
     #[arg(long, default_value_t = 10_000)]
     pub policies: usize,
+    /// Clients of one organisation flooding the inbox while another organisation's view p99
+    /// and Create p50 are measured (`--reads` of each), next to the same figures idle just
+    /// before — after the main run, on its store, the node started again with its default
+    /// allowance per organisation and slots, then with neither binding (the turns at the
+    /// writer lock stay); 0 skips the section.
+    #[arg(long, default_value_t = 32)]
+    pub flood_clients: usize,
     /// How many of those policies match the benchmark consignment (0, 1 or 2).
     #[arg(long, default_value_t = 2)]
     pub matching: usize,

@@ -8,6 +8,7 @@ mod baselines;
 mod bulk;
 mod cli;
 mod client;
+mod flood;
 mod intake;
 mod node;
 mod reads;
@@ -243,6 +244,9 @@ fn main() {
     progress(started, "baselines on the store");
     report::figures(&args, &dir, bench.sparql_reads(), &measured, &mut table);
     report::storage(&mut table, measured.consignments, bytes);
+    if args.flood_clients > 0 {
+        client_rt.block_on(flood::phase(&args, &dir, &mut table, started));
+    }
     if let Some(engine) = &args.replica {
         assert_eq!(engine, "virtuoso", "--replica takes `virtuoso`");
         client_rt.block_on(replica_phase(&args, &dir, &measured, &mut table, started));

@@ -49,6 +49,22 @@ pub fn serve_node(dir: &std::path::Path) {
                 .parse()
                 .expect("DATASPACE_NODE_SYNC_COMMITS: true or false");
         }
+        // The one-organisation runs measure the inbox from many clients of one organisation,
+        // not its allowance: none unless the environment sets one (the flood phase does).
+        config.inbox_max_concurrent_per_org = match var(INBOX_PER_ORG) {
+            Some(n) => n
+                .parse()
+                .expect("DATASPACE_NODE_INBOX_MAX_CONCURRENT_PER_ORG: a number"),
+            None => usize::MAX,
+        };
+        // The blocking work's slots, when the benchmark sets them (the flood phase's pass
+        // without fair shares).
+        if let Some(n) = var(BLOCKING_SLOTS) {
+            config.blocking_max_concurrent = Some(
+                n.parse()
+                    .expect("DATASPACE_NODE_BLOCKING_MAX_CONCURRENT: a number"),
+            );
+        }
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
@@ -59,6 +75,12 @@ pub fn serve_node(dir: &std::path::Path) {
             .unwrap();
     });
 }
+
+/// The node's inbox allowance per organisation, when the benchmark sets one.
+pub const INBOX_PER_ORG: &str = "DATASPACE_NODE_INBOX_MAX_CONCURRENT_PER_ORG";
+
+/// The node's blocking work's slots, when the benchmark sets them.
+pub const BLOCKING_SLOTS: &str = "DATASPACE_NODE_BLOCKING_MAX_CONCURRENT";
 
 /// The node's base URL in every run (ids only: the benchmark talks to the port it listens on).
 pub const BENCH_BASE_URL: &str = "http://bench-node.localhost";

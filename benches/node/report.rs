@@ -93,7 +93,7 @@ impl Table {
             "args": {
                 "sequential": args.sequential, "concurrent": args.concurrent,
                 "clients": args.clients, "consignments": args.consignments,
-                "reads": args.reads, "policies": args.policies, "changes": args.changes, "updates": args.updates, "updated_every": args.updated_every,
+                "reads": args.reads, "policies": args.policies, "flood_clients": args.flood_clients, "changes": args.changes, "updates": args.updates, "updated_every": args.updated_every,
                 "documents": args.documents,
             },
             "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),

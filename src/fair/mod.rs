@@ -7,8 +7,9 @@
 //! with the fewest slots held, parties tied taking turns: a party that sends thirty-two requests
 //! at once waits behind itself, and another's request gets the next slot. A waiter dropped (its
 //! client gone) leaves the queue; a slot is given back when its work ends, whoever waited for
-//! it. Why order, fairness and progress hold: docs/ARCHITECTURE.md, "Fair shares of the
-//! blocking pool".
+//! it. The same order gives the inbox's writes their turns at the writer lock, one slot waited
+//! for on a blocking thread ([`Fair::slot_blocking`]). Why order, fairness and progress hold:
+//! docs/ARCHITECTURE.md, "Fair shares of the blocking work".
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -116,34 +117,54 @@ impl Fair {
     /// A slot for work of party `key`: at once while one is free, else when its turn comes.
     /// Cancellation-safe: dropped while waiting, the request leaves the queue.
     pub async fn slot(&self, key: &str) -> Slot {
-        let (id, ready) = {
-            let mut state = self.shared.lock();
-            if state.busy < self.shared.slots {
-                state.busy += 1;
-                state.parties.entry(key.to_owned()).or_default().held += 1;
-                return self.held(key);
+        match self.ask(key) {
+            Ok(slot) => slot,
+            Err((mut waiting, ready)) => {
+                // The sender is only ever dropped after sending: a waiter leaves the queue
+                // through `Waiting` alone.
+                let _ = ready.await;
+                waiting.served = true;
+                self.held(key)
             }
-            state.next_id += 1;
-            let id = state.next_id;
-            let (tx, rx) = oneshot::channel();
-            let party = state.parties.entry(key.to_owned()).or_default();
-            party.waiting.push_back((id, tx));
-            if party.waiting.len() == 1 {
-                state.turns.push_back(key.to_owned());
+        }
+    }
+
+    /// [`Fair::slot`] for code on a blocking thread (never in async code): the thread waits
+    /// for the turn.
+    pub fn slot_blocking(&self, key: &str) -> Slot {
+        match self.ask(key) {
+            Ok(slot) => slot,
+            Err((mut waiting, ready)) => {
+                let _ = ready.blocking_recv();
+                waiting.served = true;
+                self.held(key)
             }
-            (id, rx)
-        };
-        let mut waiting = Waiting {
+        }
+    }
+
+    /// A free slot, or the request queued: how it learns of its turn.
+    fn ask(&self, key: &str) -> std::result::Result<Slot, (Waiting, oneshot::Receiver<()>)> {
+        let mut state = self.shared.lock();
+        if state.busy < self.shared.slots {
+            state.busy += 1;
+            state.parties.entry(key.to_owned()).or_default().held += 1;
+            return Ok(self.held(key));
+        }
+        state.next_id += 1;
+        let id = state.next_id;
+        let (tx, rx) = oneshot::channel();
+        let party = state.parties.entry(key.to_owned()).or_default();
+        party.waiting.push_back((id, tx));
+        if party.waiting.len() == 1 {
+            state.turns.push_back(key.to_owned());
+        }
+        let waiting = Waiting {
             shared: self.shared.clone(),
             key: key.to_owned(),
             id,
             served: false,
         };
-        // The sender is only ever dropped after sending: a waiter leaves the queue through
-        // `Waiting` alone.
-        let _ = ready.await;
-        waiting.served = true;
-        self.held(key)
+        Err((waiting, rx))
     }
 
     fn held(&self, key: &str) -> Slot {

@@ -159,6 +159,28 @@ fn a_waiter_dropped_once_served_gives_its_slot_back() {
     assert!(slot.is_some(), "the slot came back");
 }
 
+#[test]
+fn a_blocking_thread_waits_for_its_turn_in_order() {
+    let fair = Fair::new(1);
+    let first = held(&fair);
+    // Queued in this order before the slot frees: the thread's "b" after "a".
+    let (mut a, _) = ask(&fair, "a");
+    let waiter = {
+        let fair = fair.clone();
+        std::thread::spawn(move || fair.slot_blocking("b"))
+    };
+    // Until the thread's request is queued (no time involved: the state says when).
+    while fair.shared.lock().turns.len() < 2 {
+        std::thread::yield_now();
+    }
+    drop(first);
+    let a = (&mut a).now_or_never().expect("a first");
+    drop(a);
+    let b = waiter.join().expect("b served");
+    drop(b);
+    assert_eq!(fair.shared.lock().busy, 0);
+}
+
 #[tokio::test]
 async fn run_uses_a_slot_for_the_work_and_gives_it_back() {
     let fair = Fair::new(1);

@@ -37,6 +37,7 @@ use serde_json::Value;
 use crate::consignment::codes::CodeLists;
 use crate::documents::Documents;
 use crate::error::{Error, Result};
+use crate::fair::Fair;
 use crate::identity::NodeIdentity;
 use crate::jsonld::Contexts;
 use crate::sharing::Sharing;
@@ -78,6 +79,8 @@ pub struct Intake {
     codes: Arc<CodeLists>,
     sharing: Arc<Sharing>,
     documents: Arc<Documents>,
+    /// Turns at the writer lock, per organisation (`Intake::process`).
+    writes: Fair,
 }
 
 /// ISO 3166 alpha-2 codes from the shipped D23B country list.
@@ -122,6 +125,7 @@ impl Intake {
             codes,
             sharing,
             documents,
+            writes: Fair::new(1),
         })
     }
 

@@ -78,11 +78,15 @@ impl Intake {
             started_at: &started_at,
             deferred: None,
         };
+        // Writes are serialised by the writer lock, which keeps no order: organisations take
+        // turns at it, so one with many writes waiting does not keep another's behind them.
+        let turn = self.writes.slot_blocking(&caller.organization);
         // Committed: the new consignment joins its organisation's list, routing's shares and
         // notifications their indexes — the models registered with the store apply the events.
         let ((mut entry, created), events) = self
             .store
             .commit(|tx, events| self.write(&pending, tx, events, Failures::Logged))?;
+        drop(turn);
         timings.store = t.elapsed();
         timings.route = events.routing;
         // As a later GET of the entry (or a replay) answers: with the node's attestation — the
