@@ -292,6 +292,7 @@ fn fair_of(config: &Config) -> Fair {
             .blocking_max_concurrent
             .unwrap_or_else(|| Fair::slots_for(cores)),
     )
+    .sharing_cores(cores)
 }
 
 /// The analysts' endpoint with the configured limits.

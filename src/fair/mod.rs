@@ -7,12 +7,14 @@
 //! with the fewest slots held, parties tied taking turns: a party that sends thirty-two requests
 //! at once waits behind itself, and another's request gets the next slot. A waiter dropped (its
 //! client gone) leaves the queue; a slot is given back when its work ends, whoever waited for
-//! it. The same order gives the inbox's writes their turns at the writer lock, one slot waited
+//! it. While several parties are active, each holds at most its share of the cores' worth of
+//! slots ([`Fair::sharing_cores`]). The same order gives the inbox's writes their turns at the writer lock, one slot waited
 //! for on a blocking thread ([`Fair::slot_blocking`]). Why order, fairness and progress hold:
 //! docs/ARCHITECTURE.md, "Fair shares of the blocking work".
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -29,8 +31,13 @@ pub struct Fair {
 
 struct Shared {
     slots: usize,
+    /// The machine's cores, when shares of them are kept ([`Fair::sharing_cores`]).
+    cores: Option<usize>,
     state: Mutex<State>,
 }
+
+/// A party that asked for a slot within this long counts as active.
+const ACTIVE: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct State {
@@ -41,6 +48,8 @@ struct State {
     /// The parties with waiting work, in turn order: a party served goes to the back.
     turns: VecDeque<String>,
     next_id: u64,
+    /// When each party last asked for a slot (kept for [`ACTIVE`]).
+    asked: HashMap<String, Instant>,
 }
 
 #[derive(Default)]
@@ -59,7 +68,7 @@ pub struct Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
-        state.give_back(&self.key);
+        state.give_back(&self.key, self.shared.slots, self.shared.cores);
     }
 }
 
@@ -79,7 +88,7 @@ impl Drop for Waiting {
         }
         let mut state = self.shared.lock();
         if !state.withdraw(&self.key, self.id) {
-            state.give_back(&self.key);
+            state.give_back(&self.key, self.shared.slots, self.shared.cores);
         }
     }
 }
@@ -97,8 +106,24 @@ impl Fair {
         Self {
             shared: Arc::new(Shared {
                 slots: slots.max(1),
+                cores: None,
                 state: Mutex::new(State::default()),
             }),
+        }
+    }
+
+    /// Keeps shares of the `cores`: while several parties are active, one holds at most its
+    /// part of the cores' worth of slots (at least one), so that a party flooding the node
+    /// leaves cores to the others instead of only slots (threads sharing two busy cores with
+    /// four of the flood's ran several times slower). Alone, a party may take every slot.
+    pub fn sharing_cores(self, cores: usize) -> Self {
+        let shared = Shared {
+            slots: self.shared.slots,
+            cores: Some(cores.max(1)),
+            state: Mutex::new(State::default()),
+        };
+        Self {
+            shared: Arc::new(shared),
         }
     }
 
@@ -145,7 +170,9 @@ impl Fair {
     /// A free slot, or the request queued: how it learns of its turn.
     fn ask(&self, key: &str) -> std::result::Result<Slot, (Waiting, oneshot::Receiver<()>)> {
         let mut state = self.shared.lock();
-        if state.busy < self.shared.slots {
+        let cap = state.note_asked(key, self.shared.cores, Instant::now());
+        let held = state.parties.get(key).map_or(0, |p| p.held);
+        if state.busy < self.shared.slots && held < cap {
             state.busy += 1;
             state.parties.entry(key.to_owned()).or_default().held += 1;
             return Ok(self.held(key));
@@ -191,41 +218,69 @@ impl Fair {
 }
 
 impl State {
+    /// Notes that `key` asked now; the most slots one party may hold while the parties
+    /// active now share the cores (no bound without cores, or with one party active).
+    fn note_asked(&mut self, key: &str, cores: Option<usize>, now: Instant) -> usize {
+        self.asked.insert(key.to_owned(), now);
+        self.cap(cores, now)
+    }
+
+    fn cap(&mut self, cores: Option<usize>, now: Instant) -> usize {
+        let Some(cores) = cores else {
+            return usize::MAX;
+        };
+        self.asked.retain(|_, at| now.duration_since(*at) < ACTIVE);
+        match self.asked.len() {
+            0 | 1 => usize::MAX,
+            active => (cores / active).max(1),
+        }
+    }
+
     /// Party `key`'s slot freed: it goes to the next waiting party, or becomes free.
-    fn give_back(&mut self, key: &str) {
+    fn give_back(&mut self, key: &str, slots: usize, cores: Option<usize>) {
         if let Some(party) = self.parties.get_mut(key) {
             party.held = party.held.saturating_sub(1);
             if party.held == 0 && party.waiting.is_empty() {
                 self.parties.remove(key);
             }
         }
-        match self.next_turn() {
-            Some(next) => {
-                let party = self
-                    .parties
-                    .get_mut(&next)
-                    .expect("a party with waiting work");
-                let (_, ready) = party.waiting.pop_front().expect("waiting work");
-                party.held += 1;
-                if !party.waiting.is_empty() {
-                    self.turns.push_back(next);
-                }
-                // A receiver already gone is a waiter being dropped: it finds itself out of
-                // the queue and gives the slot back.
-                let _ = ready.send(());
+        self.busy = self.busy.saturating_sub(1);
+        self.fill(slots, cores);
+    }
+
+    /// Hands free slots to waiting parties below their share, as long as both last: a party
+    /// whose share grew (another went quiet) is given the slots it may hold now.
+    fn fill(&mut self, slots: usize, cores: Option<usize>) {
+        let cap = self.cap(cores, Instant::now());
+        while self.busy < slots {
+            let Some(next) = self.next_turn(cap) else {
+                return;
+            };
+            let party = self
+                .parties
+                .get_mut(&next)
+                .expect("a party with waiting work");
+            let (_, ready) = party.waiting.pop_front().expect("waiting work");
+            party.held += 1;
+            self.busy += 1;
+            if !party.waiting.is_empty() {
+                self.turns.push_back(next);
             }
-            None => self.busy = self.busy.saturating_sub(1),
+            // A receiver already gone is a waiter being dropped: it finds itself out of
+            // the queue and gives the slot back.
+            let _ = ready.send(());
         }
     }
 
-    /// The waiting party holding the fewest slots, the earliest in turn order among those;
-    /// taken out of the turns.
-    fn next_turn(&mut self) -> Option<String> {
+    /// The waiting party holding the fewest slots (below `cap`), the earliest in turn order
+    /// among those; taken out of the turns.
+    fn next_turn(&mut self, cap: usize) -> Option<String> {
         let held = |key: &String| self.parties.get(key).map_or(0, |p| p.held);
         let (at, _) = self
             .turns
             .iter()
             .enumerate()
+            .filter(|(_, key)| held(key) < cap)
             .min_by_key(|&(i, key)| (held(key), i))?;
         self.turns.remove(at)
     }

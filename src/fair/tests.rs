@@ -273,3 +273,29 @@ fn a_party_beyond_its_limit_is_refused_and_others_are_not() {
     drop(a1);
     assert!(limit.admit("a").is_ok());
 }
+
+#[test]
+fn while_several_parties_are_active_each_holds_at_most_its_share_of_the_cores() {
+    let fair = Fair::new(8).sharing_cores(2);
+    // Alone, the flooding party takes what it asks for.
+    let flood: Vec<Slot> = (0..4).map(|_| ask(&fair, "flood").1.unwrap()).collect();
+    // Another party asks: two are active, one core's worth each. It is served at once.
+    let (_, other) = ask(&fair, "other");
+    let other = other.expect("the other party's first slot");
+    // The flood's next request waits although slots are free: it holds more than its share.
+    let (mut waiting, served) = ask(&fair, "flood");
+    assert!(served.is_none());
+    assert_eq!(fair.shared.lock().busy, 5);
+    // It gets a slot only once it holds none (its share is one).
+    let mut flood = flood;
+    for _ in 0..3 {
+        drop(flood.pop());
+        assert!((&mut waiting).now_or_never().is_none());
+    }
+    drop(flood.pop());
+    let slot = (&mut waiting)
+        .now_or_never()
+        .expect("served within its share");
+    drop((slot, other));
+    assert_eq!(fair.shared.lock().busy, 0);
+}
