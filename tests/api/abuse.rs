@@ -152,7 +152,9 @@ async fn connections_beyond_the_cap_are_closed_at_once() {
         .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
         .ok();
-    let answer = read_until_closed(&mut extra, Duration::from_secs(1))
+    // Generous for a loaded machine: a connection the node kept instead would be answered once
+    // the idle ones are cut off (2 s), and the answer checked below would not be empty.
+    let answer = read_until_closed(&mut extra, Duration::from_secs(20))
         .await
         .expect("closed at once");
     assert_eq!(answer, "", "no answer beyond the cap");

@@ -227,7 +227,7 @@ async fn killed_mid_stream_it_keeps_every_acknowledged_activity() {
     let port = free_port();
     let node = Node::start(dir.path(), port).await;
     let client = Client::builder()
-        .timeout(Duration::from_secs(30))
+        .timeout(Duration::from_secs(300))
         .build()
         .unwrap();
     let account: Value = client

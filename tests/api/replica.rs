@@ -465,7 +465,8 @@ async fn the_row_cap_and_the_time_limit_hold_on_the_replica() {
     let started = Instant::now();
     let r = query(&node, &trader, EXPENSIVE, &[]).await;
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(started.elapsed() < Duration::from_secs(10));
+    // The cross product would run for hours: a minute tells the request was given up.
+    assert!(started.elapsed() < Duration::from_secs(60));
 }
 
 #[tokio::test]

@@ -826,7 +826,7 @@ async fn the_stream_delivers_notifications_live_and_replays_after_a_reconnect() 
     w.trader
         .publish_example(&w.node, "create-consignment")
         .await;
-    let got = sse_events(&mut live, 1, Duration::from_secs(1)).await;
+    let got = sse_events(&mut live, 1, Duration::from_secs(30)).await;
     assert_eq!(got[0].1["type"], "ConsignmentShared");
     assert_eq!(got[0].1["consignment"]["identifier"], IDENTIFIER);
     assert_eq!(got[0].0, got[0].1["id"].as_str().unwrap());

@@ -380,7 +380,8 @@ async fn the_time_limit_stops_an_expensive_query_and_the_row_cap_holds() {
         body["message"].as_str().unwrap().contains("time limit"),
         "{body}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // An unbounded cross product would run for hours: a minute tells the limit stopped it.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
     // The node still answers.
     let r = s
         .node
@@ -785,7 +786,8 @@ async fn a_query_that_builds_huge_values_is_stopped_at_the_value_limit() {
         body["message"].as_str().unwrap().contains("longer than"),
         "{body}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // An unbounded cross product would run for hours: a minute tells the limit stopped it.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
     // 2^30 bytes is 1 GB (the review saw 3.2 GB); the limit (1 MiB) stops it at a few MB. The
     // test process holds other tests' nodes too, so only a gross growth is asserted.
     let grown_mb = rss_kb().saturating_sub(before) / 1024;

@@ -93,3 +93,46 @@ async fn a_snapshot_of_another_store_state_is_not_used() {
     let node = TestNode::start_again(halted).await;
     assert_eq!(seen(&node, &trader, &agency).await, expected);
 }
+
+/// `deploy/dataspace-node.service` is a unit systemd takes without a warning, with the
+/// hardening and limits the README promises. Checked with `systemd-analyze verify` where the
+/// machine has it (Debian's `systemd` package), its `ExecStart` pointed at the built binary.
+#[test]
+fn the_systemd_unit_verifies_and_is_hardened() {
+    let unit = include_str!("../../deploy/dataspace-node.service");
+    for directive in [
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "LimitNOFILE=",
+        "StateDirectory=dataspace-node",
+        "Environment=DATASPACE_NODE_DATA_DIR=%S/dataspace-node",
+    ] {
+        assert!(unit.lines().any(|l| l.starts_with(directive)), "{directive}");
+    }
+    let Ok(which) = std::process::Command::new("sh")
+        .args(["-c", "command -v systemd-analyze"])
+        .output()
+    else {
+        return;
+    };
+    if !which.status.success() {
+        eprintln!("systemd-analyze is not installed: the unit's directives were checked only");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dataspace-node.service");
+    let here = unit.replace(
+        "/usr/local/bin/dataspace-node",
+        env!("CARGO_BIN_EXE_dataspace-node"),
+    );
+    std::fs::write(&path, here).unwrap();
+    let out = std::process::Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    // An unknown or misspelt directive is only a warning to systemd: none may be printed.
+    assert!(said.trim().is_empty(), "{said}");
+}
