@@ -12,8 +12,42 @@ use tracing_subscriber::EnvFilter;
     about = "A node of a supply-chain dataspace"
 )]
 struct Cli {
+    /// Log lines as text (the default) or as one JSON object per line for a log collector;
+    /// a request's lines carry its `x-request-id` in the `request` span's `id`.
+    #[arg(
+        long,
+        global = true,
+        env = "DATASPACE_NODE_LOG_FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs to stderr in `format`, at `RUST_LOG`'s levels (info by default).
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }
 
 #[derive(Subcommand)]
@@ -119,14 +153,8 @@ fn main() -> std::process::ExitCode {
 }
 
 async fn cli() -> std::process::ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .init();
     let cli = Cli::parse();
+    init_logging(cli.log_format);
     let result = match cli.command {
         Command::Serve(config) => serve(*config).await,
         Command::Export(a) => {

@@ -150,3 +150,55 @@ async fn the_node_stops_within_five_seconds_while_queries_run() {
         }
     }
 }
+
+/// `--log-format json`: every log line is one JSON object, and a request's lines carry its
+/// `x-request-id`, as a log collector needs.
+#[tokio::test]
+async fn json_logs_are_one_object_per_line_with_the_request_id() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dataspace-node"))
+        .args(["--log-format", "json", "serve", "--bind", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Generous: only a node that never logs ends the wait.
+    let next = || {
+        rx.recv_timeout(std::time::Duration::from_secs(120))
+            .expect("a log line")
+    };
+    let parsed = |line: &str| -> serde_json::Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    };
+    let addr = loop {
+        let line = parsed(&next());
+        if line["fields"]["message"] == "listening" {
+            break line["fields"]["addr"].as_str().unwrap().to_owned();
+        }
+    };
+    let r = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+    loop {
+        let line = parsed(&next());
+        if line["span"]["id"] == id.as_str() {
+            assert_eq!(line["span"]["path"], "/health");
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

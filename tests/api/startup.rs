@@ -107,7 +107,10 @@ fn the_systemd_unit_verifies_and_is_hardened() {
         "StateDirectory=dataspace-node",
         "Environment=DATASPACE_NODE_DATA_DIR=%S/dataspace-node",
     ] {
-        assert!(unit.lines().any(|l| l.starts_with(directive)), "{directive}");
+        assert!(
+            unit.lines().any(|l| l.starts_with(directive)),
+            "{directive}"
+        );
     }
     let Ok(which) = std::process::Command::new("sh")
         .args(["-c", "command -v systemd-analyze"])
