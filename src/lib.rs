@@ -47,6 +47,7 @@ pub mod identity;
 pub mod intake;
 pub mod jsonld;
 pub mod load;
+pub mod metrics;
 pub mod node;
 pub mod rdf;
 pub mod replica;

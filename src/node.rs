@@ -48,6 +48,8 @@ pub struct Node {
     pub activity_layout: Arc<crate::intake::activity_layout::Progress>,
     /// Blocking work's slots, shared out between organisations (`crate::fair`).
     pub fair: Fair,
+    /// What `/metrics` reports.
+    pub metrics: crate::metrics::Metrics,
     /// Each organisation's inbox requests in flight.
     pub inbox_limit: Limit,
     /// Flips to `true` when the node shuts down: long-lived responses (notification streams)
@@ -148,6 +150,7 @@ impl Node {
         );
         Ok(Self {
             fair: fair_of(&config),
+            metrics: crate::metrics::Metrics::new()?,
             inbox_limit: Limit::new(config.inbox_max_concurrent_per_org),
             config,
             identity,
@@ -171,6 +174,22 @@ impl Node {
 }
 
 impl Node {
+    /// The metrics with the node's state read into their gauges, in the text format.
+    pub fn metrics_now(&self) -> Result<String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let g = &self.metrics.gauges;
+        if let Some(replica) = &self.replica {
+            g.replica_lag_seconds.set(replica.lag_ms() as f64 / 1000.0);
+            g.replica_pending.set(replica.pending() as i64);
+        }
+        let outbox = &self.federation.outbox;
+        g.outbox_waiting.set(outbox.waiting.load(Relaxed) as i64);
+        g.outbox_failures.set(outbox.failures.load(Relaxed) as i64);
+        let store = crate::metrics::disk_usage(&self.config.data_dir.join("store"));
+        g.store_bytes.set(store as i64);
+        self.metrics.render()
+    }
+
     /// The last write of a clean shutdown, once nothing else writes: the store sealed with a
     /// new token and flushed, then the in-memory models saved with that token for the next
     /// start ([`crate::store::snapshot`]). Blocking.

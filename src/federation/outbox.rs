@@ -9,6 +9,7 @@
 //! are removed.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -82,6 +83,10 @@ pub enum Delivery {
 pub struct Outbox {
     tx: mpsc::UnboundedSender<Notice>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<Notice>>>,
+    /// Notices waiting for delivery, as the delivery task last counted them (`/metrics`).
+    pub waiting: std::sync::atomic::AtomicUsize,
+    /// Attempts that failed (to be tried again, or refused for good) since the start.
+    pub failures: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Outbox {
@@ -90,6 +95,8 @@ impl Default for Outbox {
         Self {
             tx,
             rx: Mutex::new(Some(rx)),
+            waiting: Default::default(),
+            failures: Default::default(),
         }
     }
 }
@@ -284,6 +291,7 @@ impl Outbox {
             if *closing.borrow() {
                 return Ok(());
             }
+            self.waiting.store(waiting.len(), Ordering::Relaxed);
             let now = Instant::now();
             if let Some((to, id)) = waiting.take_due(now) {
                 let reading = store.clone();
@@ -303,6 +311,7 @@ impl Outbox {
                         waiting.done(Instant::now(), &to);
                     }
                     Delivery::Refused(why) => {
+                        self.failures.fetch_add(1, Ordering::Relaxed);
                         tracing::error!(
                             notice = notice.id,
                             to = notice.to,
@@ -315,6 +324,7 @@ impl Outbox {
                         waiting.done(Instant::now(), &to);
                     }
                     Delivery::Retry(why) => {
+                        self.failures.fetch_add(1, Ordering::Relaxed);
                         let (backoff, behind) = waiting.retry(Instant::now(), &to);
                         tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, waiting_behind = behind, "notice not delivered");
                     }
@@ -390,6 +400,11 @@ impl Waiting {
     }
 
     /// The receiver's oldest notice is settled: the next one, if any, is due at `now`.
+    /// Notices waiting, all receivers together.
+    fn len(&self) -> usize {
+        self.receivers.values().map(|q| q.ids.len()).sum()
+    }
+
     fn done(&mut self, now: Instant, to: &str) {
         let Some(queue) = self.receivers.get_mut(to) else {
             return;

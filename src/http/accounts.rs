@@ -59,7 +59,12 @@ pub async fn login(
     let logged_in = node
         .auth
         .login(key.as_deref(), client.ip(), &email, password)
-        .await?;
+        .await
+        .inspect_err(|e| {
+            if matches!(e, Error::TooManyRequests { .. }) {
+                node.metrics.login_throttled();
+            }
+        })?;
     let secure = if node.identity.is_https() {
         "; Secure"
     } else {

@@ -35,6 +35,20 @@ async fn admitted(node: &Arc<Node>, caller: &Caller, request: Request) -> Result
     Ok((admitted, body))
 }
 
+/// The activity's `type`, for the metrics (the intake reads the whole body itself).
+fn activity_type(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Typed {
+        #[serde(rename = "type")]
+        kind: Option<serde_json::Value>,
+    }
+    serde_json::from_slice::<Typed>(body)
+        .ok()
+        .and_then(|t| t.kind)
+        .and_then(|k| k.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 pub async fn post(
     State(node): State<Arc<Node>>,
     caller: Caller,
@@ -43,12 +57,21 @@ pub async fn post(
 ) -> Result<Response> {
     let (_admitted, body) = admitted(&node, &caller, request).await?;
     let strict = strict(&headers);
+    let kind = activity_type(&body.0);
     let worker = node.clone();
     // Expansion, shape checks and the store transaction are CPU and disk work.
     let outcome = blocking(share(&node, &caller), move || {
         worker.intake.process(&caller, &body.0)
     })
     .await?;
+    let counted = if outcome.entry.failed() {
+        "failed"
+    } else if outcome.created {
+        "applied"
+    } else {
+        "replayed"
+    };
+    node.metrics.activity(&kind, counted);
     let status = if strict && outcome.entry.failed() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else if outcome.created {

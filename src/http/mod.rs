@@ -7,6 +7,7 @@ pub mod error;
 pub mod extract;
 mod federation;
 mod inbox;
+mod metrics;
 mod negotiate;
 mod ops;
 mod reads;
@@ -32,6 +33,7 @@ pub fn router(node: Arc<Node>) -> Router {
     let body_limit = node.config.body_limit_bytes;
     Router::new()
         .route("/health", get(ops::health))
+        .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
         .route("/ns", get(ops::vocabulary))
         .route("/shapes/{name}", get(ops::shapes))
@@ -112,6 +114,11 @@ pub fn router(node: Arc<Node>) -> Router {
             "/supply-chain/data-space/notifications/stream",
             get(sharing::stream),
         )
+        // Counted per matched route (a layer of the routes sees which one matched).
+        .route_layer(axum::middleware::from_fn_with_state(
+            node.clone(),
+            metrics::counted,
+        ))
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

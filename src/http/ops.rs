@@ -79,3 +79,34 @@ pub async fn not_found() -> Error {
 pub async fn method_not_allowed() -> Error {
     Error::MethodNotAllowed
 }
+
+/// `GET /metrics`: the Prometheus text format, for the operator's key alone (`x-api-key`, or
+/// `Authorization: Bearer` as a scraper sends it).
+pub async fn metrics(State(node): State<Arc<Node>>, headers: HeaderMap) -> Result<Response> {
+    let key = headers
+        .get("x-api-key")
+        .or_else(|| headers.get(header::AUTHORIZATION))
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.strip_prefix("Bearer ").unwrap_or(v).trim().to_owned());
+    if !matches!(
+        node.auth.key_holder(key.as_deref())?,
+        crate::accounts::KeyHolder::Operator
+    ) {
+        return Err(Error::Forbidden(
+            "metrics are the node operator's: its API key".into(),
+        ));
+    }
+    let reading = node.clone();
+    let text = super::reads::blocking(super::reads::other_share(&node, None), move || {
+        reading.metrics_now()
+    })
+    .await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}

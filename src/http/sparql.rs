@@ -46,7 +46,8 @@ pub async fn get(
     let params = pairs(raw.as_deref().unwrap_or("").as_bytes());
     let query = single(&params, "query")?
         .ok_or_else(|| Error::invalid_field("query", "the query parameter is required"))?;
-    answer(node, caller, &headers, &params, query).await
+    let answered = answer(node.clone(), caller, &headers, &params, query).await;
+    tally(&node, answered)
 }
 
 pub async fn post(
@@ -86,7 +87,38 @@ pub async fn post(
             )))
         }
     };
-    answer(node, caller, &headers, &params, query).await
+    let answered = answer(node.clone(), caller, &headers, &params, query).await;
+    tally(&node, answered)
+}
+
+/// The query counted for `/metrics`: who answered, and how it ended.
+fn tally(node: &Node, answered: Result<Response>) -> Result<Response> {
+    let (source, outcome) = match &answered {
+        Ok(r) => (
+            r.headers()
+                .get("sparql-source")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("store")
+                .to_owned(),
+            "ok",
+        ),
+        Err(e) => {
+            let said = e.to_string();
+            let outcome = match e {
+                Error::TooManyRequests { .. } => "429",
+                Error::Unavailable(_) if said.contains("time limit") => "timeout",
+                Error::BadRequest { .. }
+                    if said.contains("more than") || said.contains("limit") =>
+                {
+                    "limit"
+                }
+                _ => "error",
+            };
+            ("store".to_owned(), outcome)
+        }
+    };
+    node.metrics.sparql(&source, outcome);
+    answered
 }
 
 fn read_only() -> Error {

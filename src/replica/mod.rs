@@ -132,6 +132,11 @@ impl Replica {
         since.map_or(0, |ms| (now_ms() - ms).max(1) as u64)
     }
 
+    /// Logged commits the replica has not acknowledged yet.
+    pub fn pending(&self) -> usize {
+        self.state().unshipped.len()
+    }
+
     /// Whether a query may go to the replica now.
     pub fn usable(&self) -> bool {
         let lag = self.lag_ms();

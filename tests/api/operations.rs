@@ -100,3 +100,132 @@ async fn accounts_survive_a_restart() {
         .await;
     assert_eq!(a2.organization, a.organization);
 }
+
+/// `/metrics` is the operator's, in the Prometheus text format, and counts what the node did:
+/// read back with an independent parser of the format after known traffic.
+#[tokio::test]
+async fn metrics_count_requests_activities_queries_and_throttled_logins() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let create = as_org(example("create-consignment"), trader.org());
+    // Applied, then a replay.
+    for expected in [StatusCode::CREATED, StatusCode::OK] {
+        let r = node
+            .client
+            .post(node.url("/supply-chain/data-space/inbox"))
+            .header("x-api-key", &trader.account.api_key)
+            .bearer_auth(&trader.token)
+            .json(&create)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), expected);
+    }
+    let r = query(&node, &trader, "SELECT * WHERE { ?s ?p ?o } LIMIT 1", &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    for _ in 0..8 {
+        node.client
+            .post(node.url("/authentication/login"))
+            .header("x-api-key", &trader.account.api_key)
+            .json(&json!({"email": trader.account.email, "password": "not the password"}))
+            .send()
+            .await
+            .unwrap();
+    }
+
+    let scrape = |key: Option<&str>| {
+        let mut r = node.client.get(node.url("/metrics"));
+        if let Some(key) = key {
+            r = r.bearer_auth(key);
+        }
+        r.send()
+    };
+    assert_error(
+        scrape(None).await.unwrap(),
+        StatusCode::UNAUTHORIZED,
+        "UnauthorizedError",
+    )
+    .await;
+    let organisation = Some(trader.account.api_key.as_str());
+    assert_error(
+        scrape(organisation).await.unwrap(),
+        StatusCode::FORBIDDEN,
+        "GeneralError",
+    )
+    .await;
+    let r = scrape(Some(OPERATOR_KEY)).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let text = r.text().await.unwrap();
+    let lines = text.lines().map(|l| Ok(l.to_owned()));
+    let scraped = prometheus_parse::Scrape::parse(lines).unwrap();
+    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        scraped
+            .samples
+            .iter()
+            .filter(|s| s.metric == name)
+            .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let inbox = "/supply-chain/data-space/inbox";
+    assert_eq!(
+        value(
+            "dataspace_inbox_activities_total",
+            &[("type", "Create"), ("outcome", "applied")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            "dataspace_inbox_activities_total",
+            &[("type", "Create"), ("outcome", "replayed")]
+        ),
+        1.0
+    );
+    let posted = |status| {
+        value(
+            "dataspace_http_requests_total",
+            &[("method", "POST"), ("route", inbox), ("status", status)],
+        )
+    };
+    assert_eq!((posted("201"), posted("200")), (1.0, 1.0));
+    assert_eq!(
+        value(
+            "dataspace_sparql_queries_total",
+            &[("source", "store"), ("outcome", "ok")]
+        ),
+        1.0
+    );
+    assert!(
+        value("dataspace_login_throttled_total", &[]) >= 1.0,
+        "{text}"
+    );
+    for gauge in [
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "dataspace_store_size_bytes",
+    ] {
+        assert!(value(gauge, &[]) > 0.0, "{gauge}: {text}");
+    }
+    // Latencies are histograms by route template.
+    assert!(
+        text.contains(&format!(
+            "dataspace_http_request_duration_seconds_count{{method=\"POST\",route=\"{inbox}\"}} 2"
+        )),
+        "{text}"
+    );
+    // No organisation, user or caller's text in any label.
+    assert!(
+        !text.contains("did:web") && !text.contains("forwarder"),
+        "{text}"
+    );
+}

@@ -1,0 +1,171 @@
+//! What the node is doing, for Prometheus: `GET /metrics` renders these in the text format.
+//! Label values are route templates, methods, statuses, activity types and outcomes — never an
+//! organisation, a user or anything a caller sent.
+
+use std::time::Duration;
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    TextEncoder,
+};
+
+use crate::error::{Error, Result};
+
+pub struct Metrics {
+    registry: Registry,
+    http_requests: IntCounterVec,
+    http_seconds: HistogramVec,
+    inbox: IntCounterVec,
+    sparql: IntCounterVec,
+    login_throttled: IntCounter,
+    /// Set at each scrape from the node's state.
+    pub gauges: Gauges,
+}
+
+/// Figures read from the node's state when scraped.
+pub struct Gauges {
+    pub replica_lag_seconds: prometheus::Gauge,
+    pub replica_pending: IntGauge,
+    pub outbox_waiting: IntGauge,
+    pub outbox_failures: IntGauge,
+    pub store_bytes: IntGauge,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).map_err(Error::internal)?;
+    registry
+        .register(Box::new(c.clone()))
+        .map_err(Error::internal)?;
+    Ok(c)
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge> {
+    let g = IntGauge::new(name, help).map_err(Error::internal)?;
+    registry
+        .register(Box::new(g.clone()))
+        .map_err(Error::internal)?;
+    Ok(g)
+}
+
+impl Metrics {
+    pub fn new() -> Result<Self> {
+        let registry = Registry::new();
+        #[cfg(target_os = "linux")]
+        registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .map_err(Error::internal)?;
+        let http_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "dataspace_http_request_duration_seconds",
+                "Time from a request's arrival to its answer's headers, by route template",
+            ),
+            &["method", "route"],
+        )
+        .map_err(Error::internal)?;
+        registry
+            .register(Box::new(http_seconds.clone()))
+            .map_err(Error::internal)?;
+        let lag = prometheus::Gauge::new(
+            "dataspace_replica_lag_seconds",
+            "Since the oldest commit the SPARQL replica does not have (0: it has all)",
+        )
+        .map_err(Error::internal)?;
+        registry
+            .register(Box::new(lag.clone()))
+            .map_err(Error::internal)?;
+        let gauges = Gauges {
+            replica_lag_seconds: lag,
+            replica_pending: gauge(
+                &registry,
+                "dataspace_replica_pending_entries",
+                "Replication log entries the replica has not acknowledged",
+            )?,
+            outbox_waiting: gauge(
+                &registry,
+                "dataspace_outbox_waiting_notices",
+                "Notices to partner nodes waiting for delivery",
+            )?,
+            outbox_failures: gauge(
+                &registry,
+                "dataspace_outbox_failed_attempts",
+                "Delivery attempts of notices that failed since the start",
+            )?,
+            store_bytes: gauge(
+                &registry,
+                "dataspace_store_size_bytes",
+                "Bytes the store's files take on disk",
+            )?,
+        };
+        let login = IntCounter::new(
+            "dataspace_login_throttled_total",
+            "Login attempts answered 429 by the login throttle",
+        )
+        .map_err(Error::internal)?;
+        registry
+            .register(Box::new(login.clone()))
+            .map_err(Error::internal)?;
+        Ok(Self {
+            http_requests: counter(&registry, "dataspace_http_requests_total", "Answered requests by route template and status", &["method", "route", "status"])?,
+            inbox: counter(&registry, "dataspace_inbox_activities_total", "Activities the inbox took, by type and outcome (applied, replayed, failed)", &["type", "outcome"])?,
+            sparql: counter(&registry, "dataspace_sparql_queries_total", "SPARQL queries by who answered (store, replica) and outcome (ok, timeout, limit, 429, error)", &["source", "outcome"])?,
+            login_throttled: login,
+            http_seconds,
+            gauges,
+            registry,
+        })
+    }
+
+    /// One answered request: `route` is the matched route's template (`unmatched` for none).
+    pub fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
+        self.http_requests
+            .with_label_values(&[method, route, &status.to_string()])
+            .inc();
+        self.http_seconds
+            .with_label_values(&[method, route])
+            .observe(took.as_secs_f64());
+    }
+
+    /// One activity through the inbox: `kind` its type (`Create`, `Update`, `Add`, else
+    /// `other`), `outcome` applied, replayed or failed.
+    pub fn activity(&self, kind: &str, outcome: &str) {
+        let kind = match kind {
+            "Create" | "Update" | "Add" => kind,
+            _ => "other",
+        };
+        self.inbox.with_label_values(&[kind, outcome]).inc();
+    }
+
+    pub fn sparql(&self, source: &str, outcome: &str) {
+        self.sparql.with_label_values(&[source, outcome]).inc();
+    }
+
+    pub fn login_throttled(&self) {
+        self.login_throttled.inc();
+    }
+
+    /// Everything, in the Prometheus text format.
+    pub fn render(&self) -> Result<String> {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .map_err(Error::internal)?;
+        String::from_utf8(out).map_err(Error::internal)
+    }
+}
+
+/// Bytes the files under `dir` take (the store's, walked at each scrape: a few hundred files).
+pub fn disk_usage(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => disk_usage(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
