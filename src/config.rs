@@ -154,6 +154,21 @@ pub struct Config {
     )]
     pub inbox_max_concurrent_per_org: usize,
 
+    /// Where online backups go (`POST /operations/backups`, `--backup-every`); unset: none.
+    #[arg(long, env = "DATASPACE_NODE_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+
+    /// Take a backup every this many seconds (needs --backup-dir).
+    #[arg(long, env = "DATASPACE_NODE_BACKUP_EVERY", requires = "backup_dir",
+          value_parser = clap::value_parser!(u64).range(60..))]
+    pub backup_every: Option<u64>,
+
+    /// Keep the newest this many backups in --backup-dir (older ones are removed after each
+    /// scheduled backup).
+    #[arg(long, env = "DATASPACE_NODE_BACKUP_KEEP", default_value_t = 7,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub backup_keep: u64,
+
     /// Blocking work (store reads and writes, the inbox's checks, SPARQL evaluations) the
     /// node runs at once, shared out fairly between organisations; more waits its turn.
     /// Default: four per core.
@@ -302,6 +317,9 @@ impl Config {
             sparql_max_concurrent: 4,
             sparql_max_concurrent_per_org: 2,
             inbox_max_concurrent_per_org: 4,
+            backup_dir: None,
+            backup_every: None,
+            backup_keep: 7,
             blocking_max_concurrent: None,
             rebuild_markers: false,
             federation_partners: Vec::new(),

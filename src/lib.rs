@@ -34,6 +34,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod backups;
 pub mod capped;
 pub mod config;
 pub mod consignment;
@@ -86,6 +87,7 @@ pub async fn run(
     let node = tokio::task::spawn_blocking(move || Node::open(config, &base_url)).await??;
     let node = Arc::new(node);
     tracing::info!(%addr, "listening");
+    scheduled_backups(&node);
     let delivering = node.clone();
     let outbox = tokio::spawn(async move {
         let n = delivering.clone();
@@ -188,4 +190,38 @@ fn rewrite_activities(node: &Arc<Node>) -> Result<Option<Rewriting>> {
         }
         result
     })))
+}
+
+/// `--backup-every`: a backup each period, the oldest beyond `--backup-keep` removed after it;
+/// a failure is logged and the next period tries again. Ends with the node.
+fn scheduled_backups(node: &Arc<Node>) {
+    let (Some(every), Some(dir)) = (node.config.backup_every, node.config.backup_dir.clone())
+    else {
+        return;
+    };
+    let node = node.clone();
+    let mut closing = node.closing.subscribe();
+    tokio::spawn(async move {
+        let period = std::time::Duration::from_secs(every);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                _ = closing.changed() => return,
+            }
+            let (worker, dir) = (node.clone(), dir.clone());
+            let keep = node.config.backup_keep as usize;
+            let done = tokio::task::spawn_blocking(move || {
+                let manifest = worker.backup()?;
+                backups::prune(&dir, keep).map(|removed| (manifest, removed))
+            })
+            .await;
+            match done {
+                Ok(Ok((m, removed))) => {
+                    tracing::info!(backup = m.name, removed, "scheduled backup taken")
+                }
+                Ok(Err(e)) => tracing::error!(error = %e, "scheduled backup failed"),
+                Err(e) => tracing::error!(error = %e, "scheduled backup failed"),
+            }
+        }
+    });
 }

@@ -68,9 +68,21 @@ enum Command {
     /// The SPARQL replica (`--replica-query-url`): fill it from the store, or compare the two.
     /// The node must be stopped.
     Replica(ReplicaArgs),
+    /// Make a new data dir from an online backup (`POST /operations/backups`), every file's
+    /// SHA-256 checked against its manifest first.
+    Restore(RestoreArgs),
     /// Compact the whole store, returning the disk that deleted and rewritten data still takes
     /// (after an upgrade that rewrote much of it). The node must be stopped.
     Compact(CompactArgs),
+}
+
+#[derive(Args)]
+struct RestoreArgs {
+    /// The backup's directory (`<backup-dir>/backup-…`).
+    backup: PathBuf,
+    /// The new data dir (absent or empty).
+    #[arg(long, env = "DATASPACE_NODE_DATA_DIR")]
+    data_dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -165,6 +177,16 @@ async fn cli() -> std::process::ExitCode {
             ))
         }
         Command::Replica(a) => return replica(a).await,
+        Command::Restore(a) => {
+            let restored = tokio::task::spawn_blocking(move || {
+                dataspace_node::backups::restore(&a.backup, &a.data_dir)
+            })
+            .await;
+            return match restored {
+                Ok(result) => report(result),
+                Err(e) => report(Err::<String, _>(e)),
+            };
+        }
         Command::Compact(a) => {
             // Minutes of disk work at a million consignments: off the async threads.
             let compacted =

@@ -174,6 +174,23 @@ impl Node {
 }
 
 impl Node {
+    /// A backup into `--backup-dir` while the node serves ([`crate::backups`]). Blocking.
+    pub fn backup(&self) -> Result<crate::backups::Manifest> {
+        let dir = self.backup_dir()?;
+        crate::backups::take(&self.store, &self.config.data_dir, dir)
+    }
+
+    /// The backups in `--backup-dir`, newest first.
+    pub fn backups(&self) -> Result<Vec<crate::backups::Manifest>> {
+        crate::backups::list(self.backup_dir()?)
+    }
+
+    fn backup_dir(&self) -> Result<&std::path::Path> {
+        self.config.backup_dir.as_deref().ok_or_else(|| {
+            crate::Error::NotFound("no --backup-dir is configured on this node".into())
+        })
+    }
+
     /// The metrics with the node's state read into their gauges, in the text format.
     pub fn metrics_now(&self) -> Result<String> {
         use std::sync::atomic::Ordering::Relaxed;

@@ -34,6 +34,10 @@ pub fn router(node: Arc<Node>) -> Router {
     Router::new()
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
+        .route(
+            "/operations/backups",
+            post(ops::take_backup).get(ops::list_backups),
+        )
         .route("/openapi.json", get(ops::openapi))
         .route("/ns", get(ops::vocabulary))
         .route("/shapes/{name}", get(ops::shapes))

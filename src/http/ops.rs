@@ -110,3 +110,49 @@ pub async fn metrics(State(node): State<Arc<Node>>, headers: HeaderMap) -> Resul
     )
         .into_response())
 }
+
+/// `POST /operations/backups`: a backup taken now, while the node serves (the operator's key
+/// and session).
+pub async fn take_backup(
+    State(node): State<Arc<Node>>,
+    caller: crate::auth::Caller,
+) -> Result<Response> {
+    if !caller.operator {
+        return Err(Error::Forbidden("backups are the node operator's".into()));
+    }
+    let worker = node.clone();
+    let started = std::time::Instant::now();
+    let manifest =
+        super::reads::blocking(super::reads::share(&node, &caller), move || worker.backup())
+            .await?;
+    tracing::info!(
+        backup = manifest.name,
+        took_ms = started.elapsed().as_millis() as u64,
+        "backup taken"
+    );
+    Ok((axum::http::StatusCode::CREATED, Json(summary(&manifest))).into_response())
+}
+
+/// `GET /operations/backups`: the complete backups, newest first.
+pub async fn list_backups(
+    State(node): State<Arc<Node>>,
+    caller: crate::auth::Caller,
+) -> Result<Json<Value>> {
+    if !caller.operator {
+        return Err(Error::Forbidden("backups are the node operator's".into()));
+    }
+    let reading = node.clone();
+    let all = super::reads::blocking(super::reads::share(&node, &caller), move || {
+        reading.backups()
+    })
+    .await?;
+    Ok(Json(
+        json!({"entities": all.iter().map(summary).collect::<Vec<_>>()}),
+    ))
+}
+
+fn summary(m: &crate::backups::Manifest) -> Value {
+    json!({"name": m.name, "created": m.created, "nodeVersion": m.node_version,
+           "dataDirFormat": m.data_dir_format, "quads": m.quads, "files": m.files.len(),
+           "bytes": m.bytes})
+}

@@ -4,6 +4,7 @@
 mod abuse;
 mod accounts;
 mod activity_layout;
+mod backups;
 mod common;
 mod concurrency;
 mod crash;
