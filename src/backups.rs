@@ -17,8 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-/// The data dir's layout this release writes.
-pub const DATA_DIR_FORMAT: u32 = 1;
+use crate::store::format::FORMAT as DATA_DIR_FORMAT;
 const MANIFEST: &str = "manifest.json";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

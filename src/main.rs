@@ -5,10 +5,13 @@ use dataspace_node::store::backup::{self, Format};
 use dataspace_node::Config;
 use tracing_subscriber::EnvFilter;
 
+/// `--version`: the release and the data-dir format it writes (`store::format`).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), ", data-dir format 1");
+
 #[derive(Parser)]
 #[command(
     name = "dataspace-node",
-    version,
+    version = VERSION,
     about = "A node of a supply-chain dataspace"
 )]
 struct Cli {
@@ -307,4 +310,13 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutdown signal received; finishing in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_names_the_data_dir_format_the_node_writes() {
+        let format = dataspace_node::store::format::FORMAT;
+        assert!(super::VERSION.ends_with(&format!("data-dir format {format}")));
+    }
 }

@@ -27,6 +27,8 @@ use crate::vocab::Vocabulary;
 
 pub struct Node {
     pub config: Config,
+    /// The data dir's format (`store::format`).
+    pub format: u32,
     pub identity: Arc<NodeIdentity>,
     pub store: Arc<Store>,
     pub queries: Arc<Queries>,
@@ -70,6 +72,7 @@ impl Node {
 
         let identity = Arc::new(NodeIdentity::new(base_url)?);
         let (store, queries) = store_of(&config)?;
+        let format = store.check_format()?;
         store.check_base_url(identity.base_url(), config.change_base_url)?;
         let store_ms = started.elapsed().as_millis();
         let accounts = Arc::new(Accounts::open(
@@ -149,6 +152,7 @@ impl Node {
             "node opened (each _ms: time since the start of opening)"
         );
         Ok(Self {
+            format,
             fair: fair_of(&config),
             metrics: crate::metrics::Metrics::new()?,
             inbox_limit: Limit::new(config.inbox_max_concurrent_per_org),

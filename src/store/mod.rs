@@ -10,6 +10,7 @@ pub mod backup;
 pub mod base_url;
 pub mod bulk;
 pub mod events;
+pub mod format;
 pub mod graphs;
 pub mod index;
 pub mod info_logs;

@@ -161,7 +161,10 @@ async fn activities_kept_in_the_earlier_layout_are_read_alike_and_rewritten() {
     // every read below takes the
     // earlier layout.
     let node = TestNode::start_again(halted).await;
-    assert_eq!(health(&node).await, json!({"status": "ok"}));
+    assert_eq!(
+        health(&node).await,
+        json!({"status": "ok", "dataDirFormat": 1})
+    );
     assert_eq!(reads(&node, &posted, &trader).await, before);
     // A replay is answered with the stored entry and its attestation.
     let replay = trader
