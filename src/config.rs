@@ -187,6 +187,12 @@ pub struct Config {
     )]
     pub federation_allow_http: Vec<String>,
 
+    /// Hosts (`host`, `host:port`, `*.domain`) webhook subscriptions may name with `http://`
+    /// (every other destination is `https://`); a loopback, private or link-local address is
+    /// reached only when the address itself is listed. For loopback tests and closed networks.
+    #[arg(long, env = "DATASPACE_NODE_WEBHOOK_ALLOW_HTTP", value_delimiter = ',')]
+    pub webhook_allow_http: Vec<String>,
+
     /// How long a read waits for a partner node's dataset before answering without it.
     #[arg(
         long,
@@ -306,6 +312,7 @@ impl Config {
             rebuild_markers: false,
             federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),
+            webhook_allow_http: Vec::new(),
             federation_timeout_ms: 2000,
             federation_cache_secs: 0,
             federation_max_notices_per_minute: 600,

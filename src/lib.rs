@@ -20,6 +20,7 @@
 //!   they stream.
 //! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
 //!   notices (outbox) and datasets pulled at read time.
+//! - [`webhooks`]: organisations' subscriptions to changes, delivered as signed HTTP requests.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
 //! - [`replica`]: an external SPARQL engine mirroring the contribution graphs (replication
 //!   log, shipping, sync and verify) that answers analysts when close enough behind.
@@ -56,6 +57,7 @@ pub mod sparql;
 pub mod store;
 pub mod views;
 pub mod vocab;
+pub mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;

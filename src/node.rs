@@ -38,6 +38,8 @@ pub struct Node {
     pub documents: Arc<Documents>,
     pub sparql: Sparql,
     pub federation: Arc<Federation>,
+    /// Organisations' webhook subscriptions.
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
     /// The SPARQL engine mirroring the contribution graphs, when one is configured.
     pub replica: Option<Arc<Replica>>,
     /// The own lists' order (also read by views and the SPARQL endpoint).
@@ -111,6 +113,12 @@ impl Node {
         store.register(&listing);
         store.register(&sharing);
         store.register(&federation.outbox);
+        let webhooks = Arc::new(crate::webhooks::Webhooks::open(
+            store.clone(),
+            &config.webhook_allow_http,
+            &cursor_key,
+        )?);
+        store.register(&webhooks);
         let views = Views::new(
             store.clone(),
             queries.clone(),
@@ -161,6 +169,7 @@ impl Node {
             documents,
             sparql,
             federation,
+            webhooks,
             replica,
             listing,
             vocabulary,

@@ -13,6 +13,7 @@ mod reads;
 pub mod serve;
 mod sharing;
 mod sparql;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -111,6 +112,20 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/notifications/stream",
             get(sharing::stream),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}",
+            get(webhooks::read)
+                .patch(webhooks::change)
+                .delete(webhooks::delete),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/rotate-secret",
+            post(webhooks::rotate_secret),
         )
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)

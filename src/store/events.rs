@@ -48,6 +48,10 @@ pub enum Committed {
     /// The consignment's circle or contributors changed without a row or share event (a
     /// partner node's organisation contributed): its readable-graph markers changed.
     CircleChanged { aig_hex: String },
+    /// A webhook subscription was stored (its stored JSON state, secrets included).
+    SubscriptionStored { state: Value },
+    /// The webhook subscription with this id was deleted.
+    SubscriptionRemoved { id: String },
     /// Entry `seq` of the replication log was written (`replica::log`), at `ms`.
     ReplicationLogged { seq: u64, ms: i64 },
 }
@@ -67,6 +71,8 @@ impl Committed {
             | Committed::NoticeQueued { .. }
             | Committed::PolicyStored { .. }
             | Committed::PolicyRemoved { .. }
+            | Committed::SubscriptionStored { .. }
+            | Committed::SubscriptionRemoved { .. }
             | Committed::ReplicationLogged { .. } => None,
         }
     }

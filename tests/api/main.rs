@@ -32,3 +32,4 @@ mod sparql;
 mod startup;
 mod upgrade;
 mod vocabulary;
+mod webhooks;
