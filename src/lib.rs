@@ -106,6 +106,14 @@ pub async fn run(
             tracing::error!(error = %e, "outbox delivery stopped");
         }
     });
+    let hooks = {
+        let (webhooks, closing) = (node.webhooks.clone(), node.closing.subscribe());
+        tokio::spawn(async move {
+            if let Err(e) = webhooks.deliver(closing).await {
+                tracing::error!(error = %e, "webhook delivery stopped");
+            }
+        })
+    };
     let replicating = node.replica.clone().map(|replica| {
         let closing = node.closing.subscribe();
         tokio::spawn(replica.run(closing))
@@ -144,6 +152,7 @@ pub async fn run(
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
+    let _ = hooks.await;
     if let Some(task) = rewriting {
         // It stops at its next pause (after a batch, or 20,000 quads read); the next start
         // goes over the graphs again and rewrites what is left.

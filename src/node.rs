@@ -116,9 +116,15 @@ impl Node {
         let webhooks = Arc::new(crate::webhooks::Webhooks::open(
             store.clone(),
             &config.webhook_allow_http,
+            crate::webhooks::Settings {
+                retry_base: std::time::Duration::from_millis(config.webhook_retry_base_ms.max(1)),
+                max_failures: config.webhook_max_failures.max(1),
+                timeout: std::time::Duration::from_secs(config.webhook_timeout_secs.max(1)),
+            },
             &cursor_key,
         )?);
         store.register(&webhooks);
+        store.journal(&webhooks);
         let views = Views::new(
             store.clone(),
             queries.clone(),

@@ -240,9 +240,16 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
         || a >= 240
 }
 
-/// Resolves names itself so that no listed name can lead to a forbidden address.
-struct GuardedResolver {
+/// Resolves names itself so that no listed name can lead to a forbidden address (document
+/// fetches and webhook deliveries).
+pub struct GuardedResolver {
     allow: Arc<AllowList>,
+}
+
+impl GuardedResolver {
+    pub fn new(allow: Arc<AllowList>) -> Self {
+        Self { allow }
+    }
 }
 
 impl Resolve for GuardedResolver {

@@ -7,10 +7,14 @@
 //! path answers them and nothing logs them), and mirrored in memory through commit events, so
 //! reads and the writes that queue deliveries see them in commit order.
 
+pub mod deliver;
+pub mod queue;
+pub mod send;
 pub mod subscription;
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use oxigraph::model::{Literal, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
@@ -23,6 +27,8 @@ use crate::error::{Error, Result};
 use crate::store::{Committed, Events, ReadModel, Store};
 use crate::vocab::{dsn, RDF_JSON};
 
+pub use deliver::Wake;
+pub use send::Settings;
 pub use subscription::{Changes, Filter, Secret, Subscription, EVENTS};
 
 /// More than this many subscriptions of one organisation is a 409: each one costs work in
@@ -55,16 +61,29 @@ fn not_found(id: &str) -> Error {
 
 pub struct Webhooks {
     store: Arc<Store>,
-    allow_http: AllowList,
+    allow_http: Arc<AllowList>,
     cursors: Cursors,
     subscriptions: RwLock<HashMap<String, Subscription>>,
+    settings: Settings,
+    client: reqwest::Client,
+    /// The last delivery sequence number given (microseconds since the epoch, or one more).
+    seq: AtomicU64,
+    wake_tx: tokio::sync::mpsc::UnboundedSender<Wake>,
+    wake_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Wake>>>,
 }
 
 impl Webhooks {
     /// The stored subscriptions, read once; commits keep them current. Blocking.
-    pub fn open(store: Arc<Store>, allow_http: &[String], cursor_key: &[u8]) -> Result<Self> {
-        let allow_http = AllowList::parse(allow_http)
-            .map_err(|e| Error::internal(format!("--webhook-allow-http: {e}")))?;
+    pub fn open(
+        store: Arc<Store>,
+        allow_http: &[String],
+        settings: Settings,
+        cursor_key: &[u8],
+    ) -> Result<Self> {
+        let allow_http = Arc::new(
+            AllowList::parse(allow_http)
+                .map_err(|e| Error::internal(format!("--webhook-allow-http: {e}")))?,
+        );
         let mut subscriptions = HashMap::new();
         let p = dsn("subscription");
         for q in store.db().quads_for_pattern(
@@ -82,12 +101,31 @@ impl Webhooks {
                 }
             }
         }
+        let (wake_tx, wake_rx) = tokio::sync::mpsc::unbounded_channel();
         Ok(Self {
+            client: send::client(allow_http.clone(), settings.timeout),
             store,
             allow_http,
             cursors: Cursors::new(cursor_key),
             subscriptions: RwLock::new(subscriptions),
+            settings,
+            seq: AtomicU64::new(0),
+            wake_tx,
+            wake_rx: Mutex::new(Some(wake_rx)),
         })
+    }
+
+    /// A sequence number above every one given before, across restarts too (the clock's
+    /// microseconds, or one more than the last): deliveries sort into commit order by it.
+    fn next_seq(&self) -> u64 {
+        let now = chrono::Utc::now().timestamp_micros().max(0) as u64;
+        let previous = self
+            .seq
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some(now.max(last + 1))
+            })
+            .unwrap_or_else(|last| last);
+        now.max(previous + 1)
     }
 
     /// The subscriptions as of the last commit (the writes' journal reads them under the
@@ -114,7 +152,7 @@ impl Webhooks {
     pub fn create(&self, org: &str, body: &Map<String, Value>) -> Result<Value> {
         let changes = Changes::parse(body, true, &self.allow_http)?;
         let secret = Secret::generate();
-        let s = Subscription {
+        let mut s = Subscription {
             id: uuid::Uuid::new_v4().to_string(),
             organization: org.to_owned(),
             url: changes.url.unwrap_or_default(),
@@ -138,6 +176,9 @@ impl Webhooks {
                     "an organisation may hold at most {MAX_PER_ORGANIZATION} subscriptions"
                 )));
             }
+            // A stamp, not the clock: strictly later than every earlier creation, so the list's
+            // newest-first order is the order of creation even within a millisecond.
+            s.created = crate::consignment::format_millis(self.store.stamp());
             put(tx, None, &s, events);
             Ok(())
         })?;
@@ -245,6 +286,29 @@ impl Webhooks {
                 .filter(|(_, s)| s.organization == org)
                 .ok_or_else(|| not_found(id))?;
             tx.remove(&old);
+            // Its deliveries go with it: nothing is sent for it afterwards.
+            let of = dsn("deliveryOf");
+            let mut gone = Vec::new();
+            for q in tx.quads_for_pattern(
+                None,
+                Some(of.as_ref()),
+                Some(subject(id).as_ref().into()),
+                Some(queue::graph().as_ref().into()),
+            ) {
+                let q = q?;
+                let delivery: oxigraph::model::NamedOrBlankNode = q.subject.clone();
+                for d in tx.quads_for_pattern(
+                    Some(delivery.as_ref()),
+                    None,
+                    None,
+                    Some(queue::graph().as_ref().into()),
+                ) {
+                    gone.push(d?);
+                }
+            }
+            for q in &gone {
+                tx.remove(q);
+            }
             events.push(Committed::SubscriptionRemoved { id: id.to_owned() });
             Ok(())
         })?;
@@ -313,13 +377,24 @@ impl ReadModel for Webhooks {
             Committed::SubscriptionStored { state } => {
                 match serde_json::from_value::<Subscription>(state.clone()) {
                     Ok(s) => {
+                        let again = s.enabled().then(|| s.id.clone());
                         lock().insert(s.id.clone(), s);
+                        // Enabled again: what waited is sent. The task is gone only at shutdown.
+                        if let Some(subscription) = again {
+                            let _ = self.wake_tx.send(Wake::Again { subscription });
+                        }
                     }
                     Err(e) => tracing::error!(error = %e, "a subscription could not be read back"),
                 }
             }
             Committed::SubscriptionRemoved { id } => {
                 lock().remove(id);
+            }
+            Committed::DeliveryQueued { subscription, id } => {
+                let _ = self.wake_tx.send(Wake::Queued {
+                    subscription: subscription.clone(),
+                    id: id.clone(),
+                });
             }
             _ => {}
         }

@@ -1,5 +1,7 @@
 //! Webhook subscriptions and their deliveries, through the HTTP API.
 
+mod delivery;
+mod receiver;
 mod subscriptions;
 
 use reqwest::{Method, Response};
