@@ -127,6 +127,18 @@ pub fn router(node: Arc<Node>) -> Router {
             "/supply-chain/data-space/subscriptions/{id}/rotate-secret",
             post(webhooks::rotate_secret),
         )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/deliveries/{delivery_id}/retry",
+            post(webhooks::retry),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/replay",
+            post(webhooks::replay),
+        )
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -93,3 +93,47 @@ pub async fn rotate_secret(
     .await?;
     Ok(Json(rotated))
 }
+
+pub async fn deliveries(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams(id): PathParams<String>,
+    QueryParams(params): Params,
+) -> Result<Response> {
+    let (limit, cursor) = paging(&params)?;
+    let org = caller.organization.clone();
+    let page = blocking(share(&node, &caller), move || {
+        node.webhooks
+            .deliveries(&org, &id, limit, cursor.as_deref())
+    })
+    .await?;
+    Ok(page_body(page))
+}
+
+pub async fn retry(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams((id, delivery)): PathParams<(String, String)>,
+) -> Result<impl IntoResponse> {
+    let org = caller.organization.clone();
+    let again = blocking(share(&node, &caller), move || {
+        node.webhooks.retry(&org, &id, &delivery)
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(again)))
+}
+
+pub async fn replay(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    PathParams(id): PathParams<String>,
+    body: Body,
+) -> Result<impl IntoResponse> {
+    let body = body.json_object()?;
+    let org = caller.organization.clone();
+    let replayed = blocking(share(&node, &caller), move || {
+        node.webhooks.replay(&org, &id, &body)
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(replayed)))
+}

@@ -8,6 +8,7 @@
 //! reads and the writes that queue deliveries see them in commit order.
 
 pub mod deliver;
+pub mod log;
 pub mod queue;
 pub mod send;
 pub mod subscription;

@@ -324,3 +324,103 @@ async fn refused_destinations_are_never_reached() {
         assert_eq!(e["properties"]["field"], "url");
     }
 }
+
+#[tokio::test]
+async fn the_delivery_log_shows_each_attempt_and_retry_and_replay_send_again_under_the_same_ids() {
+    let node = hook_node().await;
+    let trader = Session::new(&node, "log@example.com").await;
+    let receiver = Receiver::start().await;
+    receiver.answer(&[500]);
+    let (id, _) = hook(
+        &node,
+        &trader,
+        &receiver,
+        json!(["consignment.created", "consignment.event_added"]),
+    )
+    .await;
+    let before = chrono::Utc::now().to_rfc3339();
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    trader
+        .publish(&node, &as_org(example("add-event"), trader.org()))
+        .await;
+    let first = receiver.wait_for(3).await;
+    let log_path = format!("{SUBSCRIPTIONS}/{id}/deliveries");
+    let mut log = Value::Null;
+    for _ in 0..600 {
+        log = ok_json(call(&node, &trader, Method::GET, &log_path, None).await).await;
+        if log["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["deliveredAt"].is_string())
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let entries = log["entities"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{log}");
+    assert_eq!(
+        entries[0]["type"], "consignment.event_added",
+        "newest first"
+    );
+    assert_eq!(entries[1]["attempts"], 2, "{log}");
+    assert_eq!(entries[1]["lastStatus"], 200);
+    assert_eq!(entries[1]["id"], first[0].id());
+    let paged = ok_json(
+        call(
+            &node,
+            &trader,
+            Method::GET,
+            &format!("{log_path}?limit=1"),
+            None,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(paged["entities"].as_array().unwrap().len(), 1);
+    assert!(paged["cursor"].is_string());
+
+    let retry = format!("{SUBSCRIPTIONS}/{id}/deliveries/{}/retry", first[0].id());
+    let r = call(&node, &trader, Method::POST, &retry, None).await;
+    assert_eq!(r.status(), 202);
+    let got = receiver.wait_for(4).await;
+    assert_eq!(got[3].id(), first[0].id());
+    assert_eq!(got[3].body, first[0].body);
+
+    let replay = format!("{SUBSCRIPTIONS}/{id}/replay");
+    let r = call(
+        &node,
+        &trader,
+        Method::POST,
+        &replay,
+        Some(&json!({"since": before})),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(json_body(r).await["replayed"], 2);
+    let got = receiver.wait_for(6).await;
+    assert_eq!(got[4].id(), entries[1]["id"].as_str().unwrap());
+    assert_eq!(got[5].id(), entries[0]["id"].as_str().unwrap());
+    let r = call(
+        &node,
+        &trader,
+        Method::POST,
+        &replay,
+        Some(&json!({"since": "yesterday"})),
+    )
+    .await;
+    let e = assert_error(r, reqwest::StatusCode::BAD_REQUEST, "GeneralError").await;
+    assert_eq!(e["properties"]["field"], "since");
+
+    let other = Session::new(&node, "log-other@example.com").await;
+    for (method, path) in [
+        (Method::GET, log_path.clone()),
+        (Method::POST, retry.clone()),
+    ] {
+        let r = call(&node, &other, method, &path, None).await;
+        assert_error(r, reqwest::StatusCode::NOT_FOUND, "GeneralError").await;
+    }
+}
