@@ -1,5 +1,6 @@
 //! Webhook subscriptions and their deliveries, through the HTTP API.
 
+mod crash;
 mod delivery;
 mod receiver;
 mod subscriptions;
