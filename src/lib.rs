@@ -106,6 +106,11 @@ pub async fn run(
             tracing::error!(error = %e, "outbox delivery stopped");
         }
     });
+    let reads = Arc::downgrade(&node);
+    node.webhooks.read_full_with(Box::new(move |full| {
+        let node: Arc<Node> = reads.upgrade()?;
+        full_object(&node, full)
+    }));
     let hooks = {
         let (webhooks, closing) = (node.webhooks.clone(), node.closing.subscribe());
         tokio::spawn(async move {
@@ -198,4 +203,36 @@ fn rewrite_activities(node: &Arc<Node>) -> Result<Option<Rewriting>> {
         }
         result
     })))
+}
+
+/// The object a `full` webhook delivery carries: as the subscriber's REST read shows it at the
+/// revision — the view for a consignment's creation, update or share, the event or the
+/// DocumentAttachment for an Add. `None` when the subscriber cannot read it (any more).
+fn full_object(node: &Node, full: &webhooks::FullRef) -> Option<serde_json::Value> {
+    let caller = auth::Caller {
+        user: String::new(),
+        organization: full.organization.clone(),
+        operator: false,
+        expiry_ms: i64::MAX,
+    };
+    let at = chrono::DateTime::parse_from_rfc3339(&full.at).ok()?;
+    let read = node
+        .views
+        .read_at(&caller, consignment::Scope::All, &full.aig_id, at)
+        .ok()?;
+    // The node's ids of parts are the last segment of their IRIs, or the IRI itself.
+    let names = |v: &serde_json::Value| {
+        v.get("id")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|id| full.object_id == id || full.object_id.ends_with(&format!(":{id}")))
+    };
+    match full.kind.as_str() {
+        "consignment.event_added" => node.views.render_events(&read).into_iter().find(names),
+        "consignment.document_added" => node
+            .views
+            .render_documents(&read, &full.organization, documents::LinkUse::List)
+            .into_iter()
+            .find(names),
+        _ => Some(node.views.render_view(&read, &full.organization)),
+    }
 }

@@ -76,6 +76,10 @@ pub struct Change {
     pub entry_id: String,
     /// The description's JSON paths an update changed.
     pub changed: Vec<String>,
+    /// The write's time (the revision's instant) and what it made: the consignment's aig id,
+    /// or the added event's or document's node.
+    pub at: String,
+    pub object_id: String,
 }
 
 impl Committed {

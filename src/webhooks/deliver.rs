@@ -208,6 +208,16 @@ impl Webhooks {
             Ok(Err(e)) => return self.failed_internally(e.to_string()),
             Err(e) => return self.failed_internally(e.to_string()),
         };
+        let d = if d.full.is_some() {
+            let this = self.clone();
+            match tokio::task::spawn_blocking(move || this.fill(d)).await {
+                Ok(Ok(d)) => d,
+                Ok(Err(e)) => return self.failed_internally(e.to_string()),
+                Err(e) => return self.failed_internally(e.to_string()),
+            }
+        } else {
+            d
+        };
         let answer = send::send(&self.client, &self.allow_http, &s, &d).await;
         let this = self.clone();
         let (sub, id) = (sub.to_owned(), id.to_owned());
@@ -216,6 +226,36 @@ impl Webhooks {
             Ok(Err(e)) => self.failed_internally(e.to_string()),
             Err(e) => self.failed_internally(e.to_string()),
         }
+    }
+
+    /// Puts the object of a `full` delivery into its body, once, and stores the body: every
+    /// later attempt and replay sends the same bytes. Blocking.
+    fn fill(&self, mut d: Delivery) -> Result<Delivery> {
+        let Some(full) = d.full.take() else {
+            return Ok(d);
+        };
+        let object = self.full.get().and_then(|read| read(&full));
+        if let Some(object) = object {
+            let mut body: serde_json::Value = serde_json::from_str(&d.body)
+                .map_err(|e| Error::internal(format!("a queued body is not JSON: {e}")))?;
+            body["data"]["object"] = object;
+            d.body = body.to_string();
+        }
+        let (s, p, g) = queue::pattern(&d.id);
+        self.store.write(|tx| {
+            let stored = queue::read(tx.quads_for_pattern(
+                Some(s.as_ref().into()),
+                Some(p.as_ref()),
+                None,
+                Some(g.as_ref().into()),
+            ))?;
+            if let Some((old, _)) = stored {
+                tx.remove(&old);
+                tx.insert(&d.quads()[0]);
+            }
+            Ok(())
+        })?;
+        Ok(d)
     }
 
     fn failed_internally(&self, why: String) -> Outcome {

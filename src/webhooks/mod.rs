@@ -29,6 +29,12 @@ use crate::store::{Committed, Events, ReadModel, Store};
 use crate::vocab::{dsn, RDF_JSON};
 
 pub use deliver::Wake;
+pub use queue::FullRef;
+
+/// Reads the object a `full` delivery carries, as its subscriber's REST read shows it at the
+/// revision (`None` when the subscriber can no longer read it: the delivery carries the ids
+/// only). Given by the node (the reads sit in a layer above). Blocking.
+pub type FullHook = Box<dyn Fn(&FullRef) -> Option<Value> + Send + Sync>;
 pub use send::Settings;
 pub use subscription::{Changes, Filter, Secret, Subscription, EVENTS};
 
@@ -71,6 +77,7 @@ pub struct Webhooks {
     seq: AtomicU64,
     wake_tx: tokio::sync::mpsc::UnboundedSender<Wake>,
     wake_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Wake>>>,
+    full: std::sync::OnceLock<FullHook>,
 }
 
 impl Webhooks {
@@ -113,7 +120,13 @@ impl Webhooks {
             seq: AtomicU64::new(0),
             wake_tx,
             wake_rx: Mutex::new(Some(wake_rx)),
+            full: std::sync::OnceLock::new(),
         })
+    }
+
+    /// How `full` deliveries read their object (once, at start-up).
+    pub fn read_full_with(&self, hook: FullHook) {
+        let _ = self.full.set(hook);
     }
 
     /// A sequence number above every one given before, across restarts too (the clock's

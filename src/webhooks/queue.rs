@@ -47,6 +47,22 @@ pub struct Delivery {
     pub next_attempt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<String>,
+    /// For a subscription with `full`: the object its body is to carry, read as the subscriber
+    /// at the revision before the first attempt (then the body holds it and this goes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full: Option<FullRef>,
+}
+
+/// Which object a `full` delivery carries: as `organization` reads it at `at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FullRef {
+    pub organization: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub aig_id: String,
+    pub at: String,
+    pub object_id: String,
 }
 
 impl Delivery {
@@ -170,8 +186,18 @@ impl Webhooks {
         s: &Subscription,
         kind: &str,
         data: Value,
+        cause: Option<&Change>,
         queued: &mut Vec<Committed>,
     ) {
+        let full = cause
+            .filter(|_| s.full && kind != "consignment.unshared")
+            .map(|c| FullRef {
+                organization: s.organization.clone(),
+                kind: kind.to_owned(),
+                aig_id: format!("aig:{}", c.aig_hex),
+                at: c.at.clone(),
+                object_id: c.object_id.clone(),
+            });
         let seq = self.next_seq();
         let created = now();
         let body = json!({"type": kind, "timestamp": created, "data": data}).to_string();
@@ -187,6 +213,7 @@ impl Webhooks {
             last_error: None,
             next_attempt: None,
             delivered_at: None,
+            full,
         };
         for q in d.quads() {
             tx.insert(&q);
@@ -259,7 +286,7 @@ impl Journal for Webhooks {
                     } else {
                         data(&readers, cause)
                     };
-                    self.queue(tx, s, kind, data, &mut queued);
+                    self.queue(tx, s, kind, data, cause, &mut queued);
                 }
             }
         }

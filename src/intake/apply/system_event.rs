@@ -48,6 +48,8 @@ impl Apply<'_> {
             organization: self.org().to_owned(),
             entry_id: self.entry_id.to_owned(),
             changed: rev.changed.clone(),
+            at: self.now.to_owned(),
+            object_id: rev.object_id.to_owned(),
         })));
         // One per applied activity, so the log entry's id names it.
         let id = graphs::minted("system-event", self.entry_id);

@@ -424,3 +424,57 @@ async fn the_delivery_log_shows_each_attempt_and_retry_and_replay_send_again_und
         assert_error(r, reqwest::StatusCode::NOT_FOUND, "GeneralError").await;
     }
 }
+
+#[tokio::test]
+async fn a_full_subscription_gets_the_object_as_its_reads_show_it_at_the_revision() {
+    let node = hook_node().await;
+    let (_, trader, agency) = kenya_circle(&node).await;
+    let receiver = Receiver::start().await;
+    let body = json!({"url": receiver.url(), "full": true, "events": ["consignment.created",
+        "consignment.updated", "consignment.event_added"]});
+    subscribe(&node, &agency, body).await;
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    let created_view = get_json(
+        &agency,
+        &node,
+        &format!("/supply-chain/data-space/consignments/{GLOBAL_ID}"),
+    )
+    .await;
+    trader
+        .publish(&node, &as_org(example("add-event"), trader.org()))
+        .await;
+    trader
+        .publish(&node, &as_org(example("update-consignment"), trader.org()))
+        .await;
+    let got = receiver.wait_for(3).await;
+    assert_eq!(
+        types(&got),
+        [
+            "consignment.created",
+            "consignment.event_added",
+            "consignment.updated"
+        ]
+    );
+    // The creation's view is the one read right after it (before the event), not today's.
+    let created = &got[0].json()["data"]["object"];
+    assert_eq!(created["id"], created_view["id"], "{created}");
+    assert_eq!(created["events"], created_view["events"]);
+    assert!(
+        created["events"].as_array().is_some_and(|e| e.is_empty()),
+        "{created}"
+    );
+    let event = &got[1].json()["data"]["object"];
+    assert_eq!(event["typeCode"], "tlip:vessel-departed", "{event}");
+    let updated = &got[2].json()["data"]["object"];
+    let now = get_json(
+        &agency,
+        &node,
+        &format!("/supply-chain/data-space/consignments/{GLOBAL_ID}"),
+    )
+    .await;
+    assert_eq!(updated["events"], now["events"], "{updated}");
+    assert_eq!(updated["events"].as_array().map(Vec::len), Some(1));
+    assert_ne!(updated, created);
+}
