@@ -478,3 +478,93 @@ async fn a_full_subscription_gets_the_object_as_its_reads_show_it_at_the_revisio
     assert_eq!(updated["events"].as_array().map(Vec::len), Some(1));
     assert_ne!(updated, created);
 }
+
+#[tokio::test]
+async fn a_hanging_receiver_holds_back_neither_the_inbox_nor_another_subscription() {
+    let node = hook_node().await;
+    let trader = Session::new(&node, "hanging@example.com").await;
+    let (hanging, fine) = (Receiver::start().await, Receiver::start().await);
+    hanging.hold();
+    hook(
+        &node,
+        &trader,
+        &hanging,
+        json!(["consignment.created", "consignment.event_added"]),
+    )
+    .await;
+    hook(
+        &node,
+        &trader,
+        &fine,
+        json!(["consignment.created", "consignment.event_added"]),
+    )
+    .await;
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    hanging.wait_for(1).await;
+    // The hanging receiver has not answered: the inbox still answers, and the other
+    // subscription gets both events.
+    trader
+        .publish(&node, &as_org(example("add-event"), trader.org()))
+        .await;
+    let got = fine.wait_for(2).await;
+    assert_eq!(
+        types(&got),
+        ["consignment.created", "consignment.event_added"]
+    );
+
+    let held = hanging.received();
+    let ids: Vec<String> = held.iter().map(Received::id).collect();
+    assert_eq!(held.len(), 1, "one at a time: {:?} {ids:?}", types(&held));
+    hanging.release();
+    let got = hanging.wait_for(2).await;
+    assert_eq!(
+        types(&got),
+        ["consignment.created", "consignment.event_added"]
+    );
+}
+
+#[tokio::test]
+async fn a_rotated_secret_signs_beside_the_new_one_and_a_deleted_subscription_gets_nothing() {
+    let node = hook_node().await;
+    let trader = Session::new(&node, "rotate@example.com").await;
+    let receiver = Receiver::start().await;
+    let (id, old) = hook(
+        &node,
+        &trader,
+        &receiver,
+        json!(["consignment.created", "consignment.event_added"]),
+    )
+    .await;
+    let path = format!("{SUBSCRIPTIONS}/{id}");
+    let rotated = ok_json(
+        call(
+            &node,
+            &trader,
+            Method::POST,
+            &format!("{path}/rotate-secret"),
+            None,
+        )
+        .await,
+    )
+    .await;
+    let new = rotated["secret"].as_str().unwrap().to_owned();
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    let got = receiver.wait_for(1).await;
+    let signatures = got[0].headers["webhook-signature"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(signatures.split(' ').count(), 2, "{signatures}");
+    assert!(got[0].signed_by(&old) && got[0].signed_by(&new));
+    let r = call(&node, &trader, Method::DELETE, &path, None).await;
+    assert_eq!(r.status(), 204);
+    trader
+        .publish(&node, &as_org(example("add-event"), trader.org()))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.received().len(), 1);
+}

@@ -2,6 +2,7 @@
 //! told to, then 200.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,10 +39,11 @@ impl Received {
     }
 }
 
-#[derive(Default)]
 struct Recorded {
     got: Vec<Received>,
     answers: VecDeque<u16>,
+    /// While true, requests are recorded but not answered.
+    held: Arc<AtomicBool>,
 }
 
 pub struct Receiver {
@@ -55,9 +57,14 @@ async fn record(
     headers: HeaderMap,
     body: Bytes,
 ) -> StatusCode {
-    let mut s = state.lock().unwrap();
-    s.got.push(Received { headers, body });
-    let status = s.answers.pop_front().unwrap_or(200);
+    let (status, held) = {
+        let mut s = state.lock().unwrap();
+        s.got.push(Received { headers, body });
+        (s.answers.pop_front().unwrap_or(200), s.held.clone())
+    };
+    while held.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     StatusCode::from_u16(status).unwrap()
 }
 
@@ -70,7 +77,11 @@ impl Receiver {
     pub async fn start_at(addr: &str) -> Self {
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let state = Arc::new(Mutex::new(Recorded::default()));
+        let state = Arc::new(Mutex::new(Recorded {
+            got: Vec::new(),
+            answers: VecDeque::new(),
+            held: Arc::default(),
+        }));
         let app = Router::new()
             .route("/hook", post(record))
             .with_state(state.clone());
@@ -91,6 +102,24 @@ impl Receiver {
     /// The next answers, in order (200 once they are used up).
     pub fn answer(&self, statuses: &[u16]) {
         self.state.lock().unwrap().answers.extend(statuses);
+    }
+
+    /// Requests are recorded but not answered until [`Receiver::release`]: a receiver that
+    /// hangs.
+    pub fn hold(&self) {
+        self.state
+            .lock()
+            .unwrap()
+            .held
+            .store(true, Ordering::SeqCst);
+    }
+
+    pub fn release(&self) {
+        self.state
+            .lock()
+            .unwrap()
+            .held
+            .store(false, Ordering::SeqCst);
     }
 
     pub fn received(&self) -> Vec<Received> {
