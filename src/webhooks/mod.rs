@@ -78,6 +78,8 @@ pub struct Webhooks {
     wake_tx: tokio::sync::mpsc::UnboundedSender<Wake>,
     wake_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Wake>>>,
     full: std::sync::OnceLock<FullHook>,
+    /// Deliveries that succeeded and are not recorded yet: `(id, status, when)`.
+    delivered: Mutex<Vec<(String, u16, String)>>,
 }
 
 impl Webhooks {
@@ -121,6 +123,7 @@ impl Webhooks {
             wake_tx,
             wake_rx: Mutex::new(Some(wake_rx)),
             full: std::sync::OnceLock::new(),
+            delivered: Mutex::default(),
         })
     }
 
