@@ -202,6 +202,38 @@ pub struct Config {
     )]
     pub federation_allow_http: Vec<String>,
 
+    /// Hosts (`host`, `host:port`, `*.domain`) webhook subscriptions may name with `http://`
+    /// (every other destination is `https://`); a loopback, private or link-local address is
+    /// reached only when the address itself is listed. For loopback tests and closed networks.
+    #[arg(long, env = "DATASPACE_NODE_WEBHOOK_ALLOW_HTTP", value_delimiter = ',')]
+    pub webhook_allow_http: Vec<String>,
+
+    /// The first retry of a failed webhook delivery waits this long (milliseconds); each
+    /// further one twice as long, up to an hour, plus up to a quarter at random.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_WEBHOOK_RETRY_BASE_MS",
+        default_value_t = 5000
+    )]
+    pub webhook_retry_base_ms: u64,
+
+    /// A subscription whose deliveries failed this many times in a row is disabled (the
+    /// default is about three days of retries at the default base).
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_WEBHOOK_MAX_FAILURES",
+        default_value_t = 80
+    )]
+    pub webhook_max_failures: u32,
+
+    /// How long one webhook delivery attempt may take, connection included.
+    #[arg(
+        long,
+        env = "DATASPACE_NODE_WEBHOOK_TIMEOUT_SECS",
+        default_value_t = 15
+    )]
+    pub webhook_timeout_secs: u64,
+
     /// How long a read waits for a partner node's dataset before answering without it.
     #[arg(
         long,
@@ -324,6 +356,10 @@ impl Config {
             rebuild_markers: false,
             federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),
+            webhook_allow_http: Vec::new(),
+            webhook_retry_base_ms: 5000,
+            webhook_max_failures: 80,
+            webhook_timeout_secs: 15,
             federation_timeout_ms: 2000,
             federation_cache_secs: 0,
             federation_max_notices_per_minute: 600,

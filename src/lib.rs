@@ -20,6 +20,7 @@
 //!   they stream.
 //! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
 //!   notices (outbox) and datasets pulled at read time.
+//! - [`webhooks`]: organisations' subscriptions to changes, delivered as signed HTTP requests.
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
 //! - [`replica`]: an external SPARQL engine mirroring the contribution graphs (replication
 //!   log, shipping, sync and verify) that answers analysts when close enough behind.
@@ -58,6 +59,7 @@ pub mod sparql;
 pub mod store;
 pub mod views;
 pub mod vocab;
+pub mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -107,6 +109,19 @@ pub async fn run(
             tracing::error!(error = %e, "outbox delivery stopped");
         }
     });
+    let reads = Arc::downgrade(&node);
+    node.webhooks.read_full_with(Box::new(move |full| {
+        let node: Arc<Node> = reads.upgrade()?;
+        full_object(&node, full)
+    }));
+    let hooks = {
+        let (webhooks, closing) = (node.webhooks.clone(), node.closing.subscribe());
+        tokio::spawn(async move {
+            if let Err(e) = webhooks.deliver(closing).await {
+                tracing::error!(error = %e, "webhook delivery stopped");
+            }
+        })
+    };
     let replicating = node.replica.clone().map(|replica| {
         let closing = node.closing.subscribe();
         tokio::spawn(replica.run(closing))
@@ -145,6 +160,7 @@ pub async fn run(
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
+    let _ = hooks.await;
     if let Some(task) = rewriting {
         // It stops at its next pause (after a batch, or 20,000 quads read); the next start
         // goes over the graphs again and rewrites what is left.
@@ -224,4 +240,36 @@ fn scheduled_backups(node: &Arc<Node>) {
             }
         }
     });
+}
+
+/// The object a `full` webhook delivery carries: as the subscriber's REST read shows it at the
+/// revision — the view for a consignment's creation, update or share, the event or the
+/// DocumentAttachment for an Add. `None` when the subscriber cannot read it (any more).
+fn full_object(node: &Node, full: &webhooks::FullRef) -> Option<serde_json::Value> {
+    let caller = auth::Caller {
+        user: String::new(),
+        organization: full.organization.clone(),
+        operator: false,
+        expiry_ms: i64::MAX,
+    };
+    let at = chrono::DateTime::parse_from_rfc3339(&full.at).ok()?;
+    let read = node
+        .views
+        .read_at(&caller, consignment::Scope::All, &full.aig_id, at)
+        .ok()?;
+    // The node's ids of parts are the last segment of their IRIs, or the IRI itself.
+    let names = |v: &serde_json::Value| {
+        v.get("id")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|id| full.object_id == id || full.object_id.ends_with(&format!(":{id}")))
+    };
+    match full.kind.as_str() {
+        "consignment.event_added" => node.views.render_events(&read).into_iter().find(names),
+        "consignment.document_added" => node
+            .views
+            .render_documents(&read, &full.organization, documents::LinkUse::List)
+            .into_iter()
+            .find(names),
+        _ => Some(node.views.render_view(&read, &full.organization)),
+    }
 }

@@ -40,6 +40,8 @@ pub struct Node {
     pub documents: Arc<Documents>,
     pub sparql: Sparql,
     pub federation: Arc<Federation>,
+    /// Organisations' webhook subscriptions.
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
     /// The SPARQL engine mirroring the contribution graphs, when one is configured.
     pub replica: Option<Arc<Replica>>,
     /// The own lists' order (also read by views and the SPARQL endpoint).
@@ -116,6 +118,18 @@ impl Node {
         store.register(&listing);
         store.register(&sharing);
         store.register(&federation.outbox);
+        let webhooks = Arc::new(crate::webhooks::Webhooks::open(
+            store.clone(),
+            &config.webhook_allow_http,
+            crate::webhooks::Settings {
+                retry_base: std::time::Duration::from_millis(config.webhook_retry_base_ms.max(1)),
+                max_failures: config.webhook_max_failures.max(1),
+                timeout: std::time::Duration::from_secs(config.webhook_timeout_secs.max(1)),
+            },
+            &cursor_key,
+        )?);
+        store.register(&webhooks);
+        store.journal(&webhooks);
         let views = Views::new(
             store.clone(),
             queries.clone(),
@@ -168,6 +182,7 @@ impl Node {
             documents,
             sparql,
             federation,
+            webhooks,
             replica,
             listing,
             vocabulary,

@@ -94,6 +94,13 @@ pub struct Args {
     /// a burst does; this one a steady rate the replica may keep up with).
     #[arg(long, default_value_t = 50.0)]
     pub replica_rate: f64,
+    /// Sequential Creates per webhook measurement (0: the webhook section is skipped): Create
+    /// p50 with 0, 1 and 100 subscriptions, and deliveries at the concurrent Create rate.
+    #[arg(long, default_value_t = 300)]
+    pub webhook_creates: usize,
+    /// Only the webhook section (on a fresh node of its own).
+    #[arg(long)]
+    pub webhooks_only: bool,
     /// Where the figures are written as JSON (to compare runs).
     #[arg(long, default_value = "bench-results.json")]
     pub json: std::path::PathBuf,

@@ -1,5 +1,6 @@
 //! Benchmark: starts a real node as a child process (temporary data dir, port 0), drives it
-//! through HTTP and prints one table — inbox, reads, SPARQL, routing, memory, start-up, disk —
+//! through HTTP and prints one table — inbox, reads, SPARQL, routing, memory, start-up, disk,
+//! webhooks —
 //! each figure next to a baseline measured in the same run (raw Oxigraph, raw SPARQL, an axum
 //! hello-world endpoint), and writes the figures as JSON. `cargo bench --bench node --
 //! --help`.
@@ -17,6 +18,7 @@ mod report;
 mod routing;
 mod sparql;
 mod stats;
+mod webhooks;
 mod written;
 
 use std::path::Path;
@@ -221,6 +223,11 @@ fn main() {
         .build()
         .unwrap();
     let mut table = Table::default();
+    if args.webhooks_only {
+        client_rt.block_on(webhooks::phase(&args, &mut table, Instant::now()));
+        report::write(&args, &table, 0);
+        return;
+    }
     if args.bulk {
         client_rt.block_on(bulk::grow(&args, &dir, &mut table, Instant::now()));
     }
@@ -250,6 +257,9 @@ fn main() {
     if let Some(engine) = &args.replica {
         assert_eq!(engine, "virtuoso", "--replica takes `virtuoso`");
         client_rt.block_on(replica_phase(&args, &dir, &measured, &mut table, started));
+    }
+    if args.webhook_creates > 0 {
+        client_rt.block_on(webhooks::phase(&args, &mut table, started));
     }
     report::write(&args, &table, measured.consignments);
 }

@@ -37,6 +37,10 @@ pub fn serve_node(dir: &std::path::Path) {
         config.replica.replica_update_url = var("DATASPACE_NODE_REPLICA_UPDATE_URL");
         config.replica.replica_user = var("DATASPACE_NODE_REPLICA_USER");
         config.replica.replica_password = var("DATASPACE_NODE_REPLICA_PASSWORD");
+        // The webhook section's receiver listens on loopback.
+        if let Some(hosts) = var("DATASPACE_NODE_WEBHOOK_ALLOW_HTTP") {
+            config.webhook_allow_http = hosts.split(',').map(str::to_owned).collect();
+        }
         // RocksDB's open table files, to measure memory against read latency on a large store.
         if let Some(n) = var("DATASPACE_NODE_STORE_OPEN_FILES") {
             config.store_open_files = n

@@ -166,7 +166,7 @@ impl AllowList {
     /// loopback, private, link-local or metadata one — to the names on the list). An address
     /// listed with a port does not: names are resolved without their port, and one listed port
     /// of the node's own host must not open the others (the replica's) to any listed name.
-    fn lists_ip(&self, ip: IpAddr) -> bool {
+    pub fn lists_ip(&self, ip: IpAddr) -> bool {
         self.entries
             .iter()
             .any(|e| e.port.is_none() && e.host.parse::<IpAddr>().is_ok_and(|listed| listed == ip))
@@ -188,7 +188,7 @@ fn host_text(url: &Url) -> Option<String> {
 /// listed name of a caller's domain may resolve to any of them), link-local (where cloud
 /// metadata services live), known metadata addresses, and addresses that are not one host.
 /// IPv4 addresses inside IPv6 forms (mapped, NAT64, 6to4) are judged as IPv4.
-fn forbidden(ip: IpAddr) -> bool {
+pub fn forbidden(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
         IpAddr::V6(v6) => match embedded_v4(v6) {
@@ -240,9 +240,16 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
         || a >= 240
 }
 
-/// Resolves names itself so that no listed name can lead to a forbidden address.
-struct GuardedResolver {
+/// Resolves names itself so that no listed name can lead to a forbidden address (document
+/// fetches and webhook deliveries).
+pub struct GuardedResolver {
     allow: Arc<AllowList>,
+}
+
+impl GuardedResolver {
+    pub fn new(allow: Arc<AllowList>) -> Self {
+        Self { allow }
+    }
 }
 
 impl Resolve for GuardedResolver {

@@ -14,6 +14,7 @@ mod reads;
 pub mod serve;
 mod sharing;
 mod sparql;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -117,6 +118,32 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/notifications/stream",
             get(sharing::stream),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}",
+            get(webhooks::read)
+                .patch(webhooks::change)
+                .delete(webhooks::delete),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/rotate-secret",
+            post(webhooks::rotate_secret),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/deliveries",
+            get(webhooks::deliveries),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/deliveries/{delivery_id}/retry",
+            post(webhooks::retry),
+        )
+        .route(
+            "/supply-chain/data-space/subscriptions/{id}/replay",
+            post(webhooks::replay),
         )
         // Counted per matched route (a layer of the routes sees which one matched).
         .route_layer(axum::middleware::from_fn_with_state(

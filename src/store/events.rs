@@ -48,8 +48,38 @@ pub enum Committed {
     /// The consignment's circle or contributors changed without a row or share event (a
     /// partner node's organisation contributed): its readable-graph markers changed.
     CircleChanged { aig_hex: String },
+    /// An applied activity changed a consignment (its subscribers are told: `webhooks`).
+    ConsignmentChanged(Box<Change>),
+    /// A webhook delivery was queued for a subscription.
+    DeliveryQueued { subscription: String, id: String },
+    /// A webhook subscription was stored (its stored JSON state, secrets included).
+    SubscriptionStored { state: Value },
+    /// The webhook subscription with this id was deleted.
+    SubscriptionRemoved { id: String },
     /// Entry `seq` of the replication log was written (`replica::log`), at `ms`.
     ReplicationLogged { seq: u64, ms: i64 },
+}
+
+/// What an applied activity did to a consignment, as its subscribers are told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The webhook event type: `consignment.created`, `.updated`, `.event_added`,
+    /// `.document_added`.
+    pub kind: &'static str,
+    pub aig_hex: String,
+    pub global_id: String,
+    pub identifier: String,
+    pub publisher: String,
+    /// The organisation whose activity it was.
+    pub organization: String,
+    /// The activity's log entry, which also names the revision.
+    pub entry_id: String,
+    /// The description's JSON paths an update changed.
+    pub changed: Vec<String>,
+    /// The write's time (the revision's instant) and what it made: the consignment's aig id,
+    /// or the added event's or document's node.
+    pub at: String,
+    pub object_id: String,
 }
 
 impl Committed {
@@ -67,6 +97,10 @@ impl Committed {
             | Committed::NoticeQueued { .. }
             | Committed::PolicyStored { .. }
             | Committed::PolicyRemoved { .. }
+            | Committed::ConsignmentChanged(_)
+            | Committed::DeliveryQueued { .. }
+            | Committed::SubscriptionStored { .. }
+            | Committed::SubscriptionRemoved { .. }
             | Committed::ReplicationLogged { .. } => None,
         }
     }

@@ -33,7 +33,7 @@ use oxigraph::store::Transaction;
 use crate::config::STORE_OPEN_FILES as MAX_OPEN_FILES;
 use crate::error::{Error, Result};
 
-pub use events::{Committed, Events, Journal, ReadModel};
+pub use events::{Change, Committed, Events, Journal, ReadModel};
 pub use queries::{Queries, Query};
 
 pub struct Store {

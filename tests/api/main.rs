@@ -33,3 +33,4 @@ mod sparql;
 mod startup;
 mod upgrade;
 mod vocabulary;
+mod webhooks;

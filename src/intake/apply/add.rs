@@ -88,6 +88,7 @@ impl Apply<'_> {
                 object_id: node.as_str(),
                 changed: Vec::new(),
             },
+            events,
         );
         self.activity_graph(&mut w, &record);
         Ok(Ok(w.written))

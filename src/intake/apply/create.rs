@@ -63,6 +63,7 @@ impl Apply<'_> {
                 object_id: &format!("aig:{aig}"),
                 changed: changes::created(),
             },
+            events,
         );
         self.activity_graph(&mut w, &record);
         let written = w.written;

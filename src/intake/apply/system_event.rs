@@ -11,7 +11,7 @@ use super::writer::{date_literal, json_literal, Writer};
 use super::Apply;
 use crate::intake::activity::Kind;
 use crate::rdf::literal;
-use crate::store::graphs;
+use crate::store::{graphs, Change, Committed, Events};
 use crate::vocab::dsn;
 
 /// One revision of a consignment, as the activity that made it.
@@ -26,7 +26,31 @@ pub(super) struct Revision<'r> {
 }
 
 impl Apply<'_> {
-    pub(super) fn system_event(&self, w: &mut Writer<'_, '_>, record: &Record, rev: Revision<'_>) {
+    pub(super) fn system_event(
+        &self,
+        w: &mut Writer<'_, '_>,
+        record: &Record,
+        rev: Revision<'_>,
+        events: &mut Events,
+    ) {
+        let kind = match (self.activity.kind, rev.object_type) {
+            (Kind::Create, _) => "consignment.created",
+            (Kind::Update, _) => "consignment.updated",
+            (Kind::Add, "Document") => "consignment.document_added",
+            (Kind::Add, _) => "consignment.event_added",
+        };
+        events.push(Committed::ConsignmentChanged(Box::new(Change {
+            kind,
+            aig_hex: record.aig_hex.clone(),
+            global_id: record.global_id.clone(),
+            identifier: record.identifier.clone(),
+            publisher: record.publisher.clone(),
+            organization: self.org().to_owned(),
+            entry_id: self.entry_id.to_owned(),
+            changed: rev.changed.clone(),
+            at: self.now.to_owned(),
+            object_id: rev.object_id.to_owned(),
+        })));
         // One per applied activity, so the log entry's id names it.
         let id = graphs::minted("system-event", self.entry_id);
         let graph = rev.graph;

@@ -90,6 +90,7 @@ impl Apply<'_> {
                 object_id: &aig_id,
                 changed,
             },
+            events,
         );
         self.activity_graph(&mut w, &record);
         let written = w.finish();

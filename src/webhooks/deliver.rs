@@ -1,0 +1,408 @@
+//! The delivery task: queued deliveries sent after their commit, off the request path, in
+//! commit order per subscription (one attempt in flight per subscription; subscriptions in
+//! parallel, so a slow or dead receiver holds back only its own). At least once: a delivery is
+//! marked delivered only after a 2xx, and what was not is picked up from the store at the next
+//! start. Only ids wait in memory.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::queue::{self, Delivery};
+use super::send::{self, Answer};
+use super::{put, stored, Webhooks};
+use crate::consignment::{format_millis, now};
+use crate::error::{Error, Result};
+
+/// Succeeded deliveries are recorded together, this often.
+const RECORD_EVERY: Duration = Duration::from_millis(50);
+
+/// Retries back off up to this interval.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+
+/// What a queue is told: a delivery queued, or a subscription to look at again (enabled,
+/// a delivery to retry or replay).
+#[derive(Debug, Clone)]
+pub enum Wake {
+    Queued { subscription: String, id: String },
+    Again { subscription: String },
+}
+
+/// How an attempt went, for the in-memory queue.
+enum Outcome {
+    /// Settled (delivered, or gone): the next one is due.
+    Done,
+    /// Try the same one again after this long.
+    Retry(Duration),
+    /// The subscription is disabled or deleted: nothing is sent until it is enabled.
+    Paused,
+}
+
+#[derive(Default)]
+struct Queues {
+    ids: HashMap<String, VecDeque<String>>,
+    busy: HashMap<String, bool>,
+    due: BTreeMap<(Instant, u64), String>,
+    seq: u64,
+}
+
+impl Queues {
+    fn push(&mut self, now: Instant, sub: &str, id: String) {
+        let ids = self.ids.entry(sub.to_owned()).or_default();
+        if !ids.contains(&id) {
+            ids.push_back(id);
+        }
+        self.wake(now, sub);
+    }
+
+    /// Makes `sub` due at `now` unless it already is or has an attempt under way.
+    fn wake(&mut self, now: Instant, sub: &str) {
+        let busy = self.busy.entry(sub.to_owned()).or_default();
+        if !*busy && self.ids.get(sub).is_some_and(|q| !q.is_empty()) {
+            *busy = true;
+            self.schedule(now, sub);
+        }
+    }
+
+    fn schedule(&mut self, at: Instant, sub: &str) {
+        self.seq += 1;
+        self.due.insert((at, self.seq), sub.to_owned());
+    }
+
+    fn take_due(&mut self, now: Instant) -> Option<(String, String)> {
+        let (&(at, _), _) = self.due.first_key_value()?;
+        if at > now {
+            return None;
+        }
+        let (_, sub) = self.due.pop_first()?;
+        match self.ids.get(&sub).and_then(|q| q.front()) {
+            Some(id) => Some((sub, id.clone())),
+            None => {
+                self.busy.insert(sub, false);
+                None
+            }
+        }
+    }
+
+    fn settle(&mut self, now: Instant, sub: &str, outcome: Outcome) {
+        match outcome {
+            Outcome::Done => {
+                if let Some(q) = self.ids.get_mut(sub) {
+                    q.pop_front();
+                }
+                self.busy.insert(sub.to_owned(), false);
+                self.wake(now, sub);
+            }
+            Outcome::Retry(wait) => self.schedule(now + wait, sub),
+            Outcome::Paused => {
+                self.busy.insert(sub.to_owned(), false);
+            }
+        }
+    }
+
+    fn next_at(&self) -> Option<Instant> {
+        self.due.first_key_value().map(|(&(at, _), _)| at)
+    }
+}
+
+impl Webhooks {
+    /// Delivers until the node shuts down: what the store holds undelivered first, then what
+    /// commits queue.
+    pub async fn deliver(self: Arc<Self>, mut closing: watch::Receiver<bool>) -> Result<()> {
+        let Some(mut rx) = self
+            .wake_rx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        else {
+            return Err(Error::internal("webhooks are already being delivered"));
+        };
+        let loading = {
+            let this = self.clone();
+            tokio::task::spawn_blocking(move || this.pending())
+        };
+        let loaded = tokio::select! {
+            loaded = loading => loaded??,
+            _ = closing.changed() => return Ok(()),
+        };
+        let mut queues = Queues::default();
+        let start = Instant::now();
+        for d in loaded {
+            queues.push(start, &d.subscription, d.id);
+        }
+        let mut attempts: JoinSet<(String, Outcome)> = JoinSet::new();
+        tokio::spawn(self.clone().record_delivered(closing.clone()));
+        loop {
+            if *closing.borrow() {
+                attempts.abort_all();
+                let this = self.clone();
+                // What was delivered since the last batch; anything lost is sent again.
+                let _ = tokio::task::spawn_blocking(move || this.flush_delivered()).await;
+                return Ok(());
+            }
+            while let Some((sub, id)) = queues.take_due(Instant::now()) {
+                let this = self.clone();
+                attempts.spawn(async move {
+                    let outcome = this.attempt(&sub, &id).await;
+                    (sub, outcome)
+                });
+            }
+            let sleep = queues.next_at().map_or(Duration::from_secs(3600), |at| {
+                at.saturating_duration_since(Instant::now())
+            });
+            tokio::select! {
+                woken = rx.recv() => match woken {
+                    Some(Wake::Queued { subscription, id }) => {
+                        queues.push(Instant::now(), &subscription, id)
+                    }
+                    Some(Wake::Again { subscription }) => {
+                        queues.wake(Instant::now(), &subscription)
+                    }
+                    None => return Ok(()),
+                },
+                Some(done) = attempts.join_next(), if !attempts.is_empty() => {
+                    if let Ok((sub, outcome)) = done {
+                        queues.settle(Instant::now(), &sub, outcome);
+                    }
+                }
+                _ = tokio::time::sleep(sleep) => {}
+                _ = closing.changed() => {}
+            }
+        }
+    }
+
+    /// Every undelivered delivery of a subscription that still exists, in commit order.
+    /// Blocking.
+    fn pending(&self) -> Result<Vec<Delivery>> {
+        let p = crate::vocab::dsn("delivery");
+        let mut out = Vec::new();
+        for q in self.store.db().quads_for_pattern(
+            None,
+            Some(p.as_ref()),
+            None,
+            Some(queue::graph().as_ref().into()),
+        ) {
+            if let oxigraph::model::Term::Literal(l) = q?.object {
+                if let Ok(d) = serde_json::from_str::<Delivery>(l.value()) {
+                    if d.delivered_at.is_none() && self.subscription(&d.subscription).is_some() {
+                        out.push(d);
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|d| d.seq);
+        Ok(out)
+    }
+
+    /// One attempt at delivery `id` of subscription `sub`, its outcome recorded.
+    async fn attempt(self: &Arc<Self>, sub: &str, id: &str) -> Outcome {
+        let Some(s) = self.subscription(sub) else {
+            return Outcome::Paused;
+        };
+        if !s.enabled() {
+            return Outcome::Paused;
+        }
+        let reading = self.clone();
+        let wanted = id.to_owned();
+        let d = tokio::task::spawn_blocking(move || reading.delivery(&wanted)).await;
+        let d = match d {
+            Ok(Ok(Some(d))) if d.delivered_at.is_none() => d,
+            Ok(Ok(_)) => return Outcome::Done,
+            Ok(Err(e)) => return self.failed_internally(e.to_string()),
+            Err(e) => return self.failed_internally(e.to_string()),
+        };
+        let d = if d.full.is_some() {
+            let this = self.clone();
+            match tokio::task::spawn_blocking(move || this.fill(d)).await {
+                Ok(Ok(d)) => d,
+                Ok(Err(e)) => return self.failed_internally(e.to_string()),
+                Err(e) => return self.failed_internally(e.to_string()),
+            }
+        } else {
+            d
+        };
+        let answer = send::send(&self.client, &self.allow_http, &s, &d).await;
+        if answer.delivered() && s.failures == 0 {
+            let status = answer.status.unwrap_or(200);
+            let mut done = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
+            done.push((id.to_owned(), status, now()));
+            return Outcome::Done;
+        }
+        let this = self.clone();
+        let (sub, id) = (sub.to_owned(), id.to_owned());
+        match tokio::task::spawn_blocking(move || this.record(&sub, &id, answer)).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(e)) => self.failed_internally(e.to_string()),
+            Err(e) => self.failed_internally(e.to_string()),
+        }
+    }
+
+    /// Puts the object of a `full` delivery into its body, once, and stores the body: every
+    /// later attempt and replay sends the same bytes. Blocking.
+    fn fill(&self, mut d: Delivery) -> Result<Delivery> {
+        let Some(full) = d.full.take() else {
+            return Ok(d);
+        };
+        let object = self.full.get().and_then(|read| read(&full));
+        if let Some(object) = object {
+            let mut body: serde_json::Value = serde_json::from_str(&d.body)
+                .map_err(|e| Error::internal(format!("a queued body is not JSON: {e}")))?;
+            body["data"]["object"] = object;
+            d.body = body.to_string();
+        }
+        let (s, p, g) = queue::pattern(&d.id);
+        self.store.write(|tx| {
+            let stored = queue::read(tx.quads_for_pattern(
+                Some(s.as_ref().into()),
+                Some(p.as_ref()),
+                None,
+                Some(g.as_ref().into()),
+            ))?;
+            if let Some((old, _)) = stored {
+                tx.remove(&old);
+                tx.insert(&d.quads()[0]);
+            }
+            Ok(())
+        })?;
+        Ok(d)
+    }
+
+    /// Records the deliveries that succeeded, in batches: one write every
+    /// [`RECORD_EVERY`] instead of one (with its sync) per delivery, which at 100
+    /// subscriptions queued the inbox's commits behind a hundred others. A crash before a
+    /// batch is written sends its deliveries again (at least once).
+    async fn record_delivered(self: Arc<Self>, mut closing: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(RECORD_EVERY) => {}
+                _ = closing.changed() => return,
+            }
+            let this = self.clone();
+            match tokio::task::spawn_blocking(move || this.flush_delivered()).await {
+                Ok(Err(e)) => tracing::error!(error = %e, "webhook deliveries not recorded"),
+                Err(e) => tracing::error!(error = %e, "webhook deliveries not recorded"),
+                Ok(Ok(())) => {}
+            }
+        }
+    }
+
+    /// Writes the batch of succeeded deliveries. Blocking.
+    fn flush_delivered(&self) -> Result<()> {
+        let done = std::mem::take(&mut *self.delivered.lock().unwrap_or_else(|p| p.into_inner()));
+        if done.is_empty() {
+            return Ok(());
+        }
+        self.store.write(|tx| {
+            for (id, status, at) in &done {
+                let (s, p, g) = queue::pattern(id);
+                let stored = queue::read(tx.quads_for_pattern(
+                    Some(s.as_ref().into()),
+                    Some(p.as_ref()),
+                    None,
+                    Some(g.as_ref().into()),
+                ))?;
+                let Some((old, mut d)) = stored else { continue };
+                d.attempts += 1;
+                d.last_status = Some(*status);
+                d.last_error = None;
+                d.next_attempt = None;
+                d.delivered_at = Some(at.clone());
+                tx.remove(&old);
+                tx.insert(&d.quads()[0]);
+            }
+            Ok(())
+        })
+    }
+
+    fn failed_internally(&self, why: String) -> Outcome {
+        tracing::error!(error = why, "webhook delivery could not be recorded");
+        Outcome::Retry(self.settings.retry_base)
+    }
+
+    /// The stored delivery `id`. Blocking.
+    pub fn delivery(&self, id: &str) -> Result<Option<Delivery>> {
+        let (s, p, g) = queue::pattern(id);
+        let found = queue::read(self.store.db().quads_for_pattern(
+            Some(s.as_ref().into()),
+            Some(p.as_ref()),
+            None,
+            Some(g.as_ref().into()),
+        ))?;
+        Ok(found.map(|(_, d)| d))
+    }
+
+    /// Records an attempt's answer on the delivery and the subscription, in one write: the
+    /// failure count, the last error, and the subscription disabled by a 410 or by too many
+    /// failures in a row. Blocking.
+    fn record(&self, sub: &str, id: &str, answer: Answer) -> Result<Outcome> {
+        let (outcome, _) = self.store.commit(|tx, events| {
+            let (s, p, g) = queue::pattern(id);
+            let Some((old, mut d)) = queue::read(tx.quads_for_pattern(
+                Some(s.as_ref().into()),
+                Some(p.as_ref()),
+                None,
+                Some(g.as_ref().into()),
+            ))?
+            else {
+                return Ok(Outcome::Done);
+            };
+            let Some((old_sub, mut subscription)) = stored(tx, sub)? else {
+                return Ok(Outcome::Paused);
+            };
+            let at = now();
+            let failures = subscription.failures;
+            d.attempts += 1;
+            d.last_status = answer.status;
+            d.last_error = answer.error.clone();
+            let outcome = if answer.delivered() {
+                d.delivered_at = Some(at.clone());
+                d.next_attempt = None;
+                subscription.failures = 0;
+                Outcome::Done
+            } else {
+                subscription.failures += 1;
+                subscription.last_error = answer.error.clone();
+                let gone = answer.status == Some(410);
+                if gone || subscription.failures >= self.settings.max_failures {
+                    subscription.state = "disabled".into();
+                    subscription.disabled_at = Some(at.clone());
+                    d.next_attempt = None;
+                    Outcome::Paused
+                } else {
+                    let wait = self.backoff(d.attempts, answer.retry_after);
+                    let next = chrono::Utc::now().timestamp_millis() + wait.as_millis() as i64;
+                    d.next_attempt = Some(format_millis(next));
+                    Outcome::Retry(wait)
+                }
+            };
+            tx.remove(&old);
+            tx.insert(&d.quads()[0]);
+            if subscription.failures != failures || !subscription.enabled() {
+                put(tx, Some(&old_sub), &subscription, events);
+            }
+            Ok(outcome)
+        })?;
+        Ok(outcome)
+    }
+
+    /// The wait before attempt `attempts + 1`: the base doubled per failed attempt, up to
+    /// [`MAX_BACKOFF`], plus up to a quarter more at random (receivers that came back are not
+    /// hit by every node at once); a receiver's `Retry-After` when it asks for longer.
+    fn backoff(&self, attempts: u32, retry_after: Option<Duration>) -> Duration {
+        let doubled = self
+            .settings
+            .retry_base
+            .saturating_mul(1u32 << attempts.saturating_sub(1).min(20))
+            .min(MAX_BACKOFF);
+        let jitter = doubled.mul_f64(rand::thread_rng().gen_range(0.0..0.25));
+        let wait = doubled + jitter;
+        match retry_after {
+            Some(asked) => asked.min(MAX_BACKOFF).max(wait),
+            None => wait,
+        }
+    }
+}
