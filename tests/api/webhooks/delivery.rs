@@ -568,3 +568,43 @@ async fn a_rotated_secret_signs_beside_the_new_one_and_a_deleted_subscription_ge
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.received().len(), 1);
 }
+
+#[tokio::test]
+async fn filters_and_scopes_pick_the_consignments_told_of() {
+    let node = hook_node().await;
+    let (_, trader, agency) = kenya_circle(&node).await;
+    let (kenya, tanzania, shared_only, own_only) = (
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+    );
+    let sub = |r: &Receiver, filter: Value| json!({"url": r.url(), "events": ["consignment.created"], "filter": filter});
+    subscribe(
+        &node,
+        &agency,
+        sub(&kenya, json!({"portOfEntryCountryId": "KE"})),
+    )
+    .await;
+    subscribe(
+        &node,
+        &agency,
+        sub(&tanzania, json!({"portOfEntryCountryId": "TZ"})),
+    )
+    .await;
+    subscribe(
+        &node,
+        &trader,
+        sub(&shared_only, json!({"scope": "shared"})),
+    )
+    .await;
+    subscribe(&node, &trader, sub(&own_only, json!({"scope": "own"}))).await;
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    assert_eq!(types(&kenya.wait_for(1).await), ["consignment.created"]);
+    assert_eq!(types(&own_only.wait_for(1).await), ["consignment.created"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(tanzania.received().is_empty());
+    assert!(shared_only.received().is_empty());
+}
