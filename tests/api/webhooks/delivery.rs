@@ -113,6 +113,10 @@ async fn every_event_type_arrives_signed_with_its_payload_in_commit_order() {
         .as_array()
         .is_some_and(|c| !c.is_empty()));
     assert!(got[0].json()["data"].get("changed").is_none());
+    assert_eq!(
+        got[3].json()["data"]["document"],
+        json!({"documentId": "DOC-1", "documentRevision": 0})
+    );
 
     // The agency reads it through the grant the Create's routing gave: told of the share and
     // the creation, and of the event the trader added; not of what it did not ask for.
