@@ -80,6 +80,8 @@ pub struct Change {
     /// or the added event's or document's node.
     pub at: String,
     pub object_id: String,
+    /// For a document's Add: its document id and the number of the revision it made.
+    pub document: Option<(String, i64)>,
 }
 
 impl Committed {

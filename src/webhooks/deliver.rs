@@ -4,7 +4,7 @@
 //! marked delivered only after a 2xx, and what was not is picked up from the store at the next
 //! start. Only ids wait in memory.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,13 +38,18 @@ enum Outcome {
     Done,
     /// Try the same one again after this long.
     Retry(Duration),
-    /// The subscription is disabled or deleted: nothing is sent until it is enabled.
+    /// The subscription is disabled: nothing is sent until it is enabled.
     Paused,
+    /// The subscription was deleted (its deliveries with it).
+    Gone,
 }
 
 #[derive(Default)]
 struct Queues {
     ids: HashMap<String, VecDeque<String>>,
+    /// What `ids` holds, for the check on every push (a receiver down for long has
+    /// thousands waiting).
+    queued: HashSet<String>,
     busy: HashMap<String, bool>,
     due: BTreeMap<(Instant, u64), String>,
     seq: u64,
@@ -52,9 +57,8 @@ struct Queues {
 
 impl Queues {
     fn push(&mut self, now: Instant, sub: &str, id: String) {
-        let ids = self.ids.entry(sub.to_owned()).or_default();
-        if !ids.contains(&id) {
-            ids.push_back(id);
+        if self.queued.insert(id.clone()) {
+            self.ids.entry(sub.to_owned()).or_default().push_back(id);
         }
         self.wake(now, sub);
     }
@@ -91,8 +95,8 @@ impl Queues {
     fn settle(&mut self, now: Instant, sub: &str, outcome: Outcome) {
         match outcome {
             Outcome::Done => {
-                if let Some(q) = self.ids.get_mut(sub) {
-                    q.pop_front();
+                if let Some(id) = self.ids.get_mut(sub).and_then(VecDeque::pop_front) {
+                    self.queued.remove(&id);
                 }
                 self.busy.insert(sub.to_owned(), false);
                 self.wake(now, sub);
@@ -100,6 +104,12 @@ impl Queues {
             Outcome::Retry(wait) => self.schedule(now + wait, sub),
             Outcome::Paused => {
                 self.busy.insert(sub.to_owned(), false);
+            }
+            Outcome::Gone => {
+                self.busy.remove(sub);
+                for id in self.ids.remove(sub).unwrap_or_default() {
+                    self.queued.remove(&id);
+                }
             }
         }
     }
@@ -201,7 +211,7 @@ impl Webhooks {
     /// One attempt at delivery `id` of subscription `sub`, its outcome recorded.
     async fn attempt(self: &Arc<Self>, sub: &str, id: &str) -> Outcome {
         let Some(s) = self.subscription(sub) else {
-            return Outcome::Paused;
+            return Outcome::Gone;
         };
         if !s.enabled() {
             return Outcome::Paused;
@@ -291,7 +301,7 @@ impl Webhooks {
     }
 
     /// Writes the batch of succeeded deliveries. Blocking.
-    fn flush_delivered(&self) -> Result<()> {
+    pub(super) fn flush_delivered(&self) -> Result<()> {
         let done = std::mem::take(&mut *self.delivered.lock().unwrap_or_else(|p| p.into_inner()));
         if done.is_empty() {
             return Ok(());

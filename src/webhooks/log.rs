@@ -119,6 +119,9 @@ impl Webhooks {
     /// Marks the subscription's deliveries `which` picks as not delivered, in one write, and
     /// hands them to the delivery task in commit order.
     fn again(&self, id: &str, which: impl Fn(&Delivery) -> bool) -> Result<Vec<Delivery>> {
+        // Successes not yet recorded first: a batch written after this reset would mark what
+        // is to be sent again as delivered.
+        self.flush_delivered()?;
         let picked: Vec<(Quad, Delivery)> = deliveries_of(&self.store, id)?
             .into_iter()
             .filter(|(_, d)| which(d))

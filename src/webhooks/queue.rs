@@ -235,6 +235,9 @@ fn data(readers: &Readers, cause: Option<&Change>) -> Value {
     if let Some(c) = cause.filter(|c| c.kind == "consignment.updated") {
         data["changed"] = json!(c.changed);
     }
+    if let Some((id, revision)) = cause.and_then(|c| c.document.as_ref()) {
+        data["document"] = json!({"documentId": id, "documentRevision": revision});
+    }
     data
 }
 

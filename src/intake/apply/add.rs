@@ -75,7 +75,12 @@ impl Apply<'_> {
         let mut w = Writer::new(tx);
         w.triples(&triples, &graph);
         self.contribution(&mut w, &node, &graph, &record, &object)?;
+        let mut document = None;
         if let Some(Revising { content, previous }) = revising {
+            let number = previous
+                .as_ref()
+                .map_or(0, |(_, p)| p.document_revision + 1);
+            document = Some((self.document_id().to_owned(), number));
             self.revision(&mut w, &node, &graph, &object, content, previous);
         }
         self.touch(&mut w, &record)?;
@@ -87,6 +92,7 @@ impl Apply<'_> {
                 object_type: kind,
                 object_id: node.as_str(),
                 changed: Vec::new(),
+                document,
             },
             events,
         );

@@ -62,6 +62,7 @@ impl Apply<'_> {
                 object_type: "Consignment",
                 object_id: &format!("aig:{aig}"),
                 changed: changes::created(),
+                document: None,
             },
             events,
         );

@@ -55,7 +55,7 @@ impl<'a> Apply<'a> {
     /// Document table requires neither, and every document needs an id to be read by. No
     /// caller may send an identifier in the node's namespace (`checks`), so no other document
     /// can take that id.
-    fn document_id(&self) -> &str {
+    pub(super) fn document_id(&self) -> &str {
         string_value(self.activity.object().get("identifier")).unwrap_or(match self.object_root {
             NamedOrBlankNode::NamedNode(node) => node.as_str(),
             // Never: an Add's object root is the node it mints.

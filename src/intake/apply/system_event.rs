@@ -23,6 +23,8 @@ pub(super) struct Revision<'r> {
     /// JSON paths of the description that changed ([`crate::consignment::changes`]); empty
     /// for an Add, which leaves the description as it was.
     pub changed: Vec<String>,
+    /// For a document's Add: its id and the number of the revision it made.
+    pub document: Option<(String, i64)>,
 }
 
 impl Apply<'_> {
@@ -50,6 +52,7 @@ impl Apply<'_> {
             changed: rev.changed.clone(),
             at: self.now.to_owned(),
             object_id: rev.object_id.to_owned(),
+            document: rev.document.clone(),
         })));
         // One per applied activity, so the log entry's id names it.
         let id = graphs::minted("system-event", self.entry_id);

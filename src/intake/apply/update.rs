@@ -89,6 +89,7 @@ impl Apply<'_> {
                 object_type: "Consignment",
                 object_id: &aig_id,
                 changed,
+                document: None,
             },
             events,
         );

@@ -113,6 +113,10 @@ async fn every_event_type_arrives_signed_with_its_payload_in_commit_order() {
         .as_array()
         .is_some_and(|c| !c.is_empty()));
     assert!(got[0].json()["data"].get("changed").is_none());
+    assert_eq!(
+        got[3].json()["data"]["document"],
+        json!({"documentId": "DOC-1", "documentRevision": 0})
+    );
 
     // The agency reads it through the grant the Create's routing gave: told of the share and
     // the creation, and of the event the trader added; not of what it did not ask for.
@@ -567,4 +571,44 @@ async fn a_rotated_secret_signs_beside_the_new_one_and_a_deleted_subscription_ge
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.received().len(), 1);
+}
+
+#[tokio::test]
+async fn filters_and_scopes_pick_the_consignments_told_of() {
+    let node = hook_node().await;
+    let (_, trader, agency) = kenya_circle(&node).await;
+    let (kenya, tanzania, shared_only, own_only) = (
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+    );
+    let sub = |r: &Receiver, filter: Value| json!({"url": r.url(), "events": ["consignment.created"], "filter": filter});
+    subscribe(
+        &node,
+        &agency,
+        sub(&kenya, json!({"portOfEntryCountryId": "KE"})),
+    )
+    .await;
+    subscribe(
+        &node,
+        &agency,
+        sub(&tanzania, json!({"portOfEntryCountryId": "TZ"})),
+    )
+    .await;
+    subscribe(
+        &node,
+        &trader,
+        sub(&shared_only, json!({"scope": "shared"})),
+    )
+    .await;
+    subscribe(&node, &trader, sub(&own_only, json!({"scope": "own"}))).await;
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    assert_eq!(types(&kenya.wait_for(1).await), ["consignment.created"]);
+    assert_eq!(types(&own_only.wait_for(1).await), ["consignment.created"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(tanzania.received().is_empty());
+    assert!(shared_only.received().is_empty());
 }
