@@ -28,6 +28,8 @@ pub struct Gauges {
     pub replica_pending: IntGauge,
     pub outbox_waiting: IntGauge,
     pub outbox_failures: IntGauge,
+    pub webhooks_waiting: IntGauge,
+    pub webhooks_failures: IntGauge,
     pub store_bytes: IntGauge,
 }
 
@@ -96,6 +98,16 @@ impl Metrics {
                 &registry,
                 "dataspace_store_size_bytes",
                 "Bytes the store's files take on disk",
+            )?,
+            webhooks_waiting: gauge(
+                &registry,
+                "dataspace_webhook_waiting_deliveries",
+                "Webhook deliveries waiting to be sent",
+            )?,
+            webhooks_failures: gauge(
+                &registry,
+                "dataspace_webhook_failed_attempts",
+                "Webhook delivery attempts that failed since the start",
             )?,
         };
         let login = IntCounter::new(

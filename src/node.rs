@@ -221,6 +221,10 @@ impl Node {
         let outbox = &self.federation.outbox;
         g.outbox_waiting.set(outbox.waiting.load(Relaxed) as i64);
         g.outbox_failures.set(outbox.failures.load(Relaxed) as i64);
+        g.webhooks_waiting
+            .set(self.webhooks.waiting.load(Relaxed) as i64);
+        g.webhooks_failures
+            .set(self.webhooks.failed_attempts.load(Relaxed) as i64);
         let store = crate::metrics::disk_usage(&self.config.data_dir.join("store"));
         g.store_bytes.set(store as i64);
         self.metrics.render()

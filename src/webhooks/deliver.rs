@@ -154,6 +154,8 @@ impl Webhooks {
                 let _ = tokio::task::spawn_blocking(move || this.flush_delivered()).await;
                 return Ok(());
             }
+            self.waiting
+                .store(queues.queued.len(), std::sync::atomic::Ordering::Relaxed);
             while let Some((sub, id)) = queues.take_due(Instant::now()) {
                 let this = self.clone();
                 attempts.spawn(async move {
@@ -241,6 +243,10 @@ impl Webhooks {
             let mut done = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
             done.push((id.to_owned(), status, now()));
             return Outcome::Done;
+        }
+        if !answer.delivered() {
+            self.failed_attempts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let this = self.clone();
         let (sub, id) = (sub.to_owned(), id.to_owned());

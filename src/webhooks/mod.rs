@@ -80,6 +80,10 @@ pub struct Webhooks {
     full: std::sync::OnceLock<FullHook>,
     /// Deliveries that succeeded and are not recorded yet: `(id, status, when)`.
     delivered: Mutex<Vec<(String, u16, String)>>,
+    /// Deliveries waiting, as the delivery task last counted them (`/metrics`).
+    pub waiting: std::sync::atomic::AtomicUsize,
+    /// Attempts that were not delivered since the start (`/metrics`).
+    pub failed_attempts: AtomicU64,
 }
 
 impl Webhooks {
@@ -124,6 +128,8 @@ impl Webhooks {
             wake_rx: Mutex::new(Some(wake_rx)),
             full: std::sync::OnceLock::new(),
             delivered: Mutex::default(),
+            waiting: Default::default(),
+            failed_attempts: AtomicU64::new(0),
         })
     }
 

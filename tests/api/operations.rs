@@ -209,6 +209,15 @@ async fn metrics_count_requests_activities_queries_and_throttled_logins() {
         value("dataspace_login_throttled_total", &[]) >= 1.0,
         "{text}"
     );
+    for present in [
+        "dataspace_webhook_waiting_deliveries",
+        "dataspace_outbox_waiting_notices",
+    ] {
+        assert!(
+            scraped.samples.iter().any(|s| s.metric == present),
+            "{present}: {text}"
+        );
+    }
     for gauge in [
         "process_resident_memory_bytes",
         "process_open_fds",
