@@ -226,6 +226,11 @@ pub struct Config {
     )]
     pub webhook_max_failures: u32,
 
+    /// Days a delivered webhook delivery stays in its subscription's delivery log (and can be
+    /// replayed); older ones are removed at start-up and hourly. Undelivered ones always stay.
+    #[arg(long, env = "DATASPACE_NODE_WEBHOOK_LOG_DAYS", default_value_t = 30)]
+    pub webhook_log_days: u64,
+
     /// How long one webhook delivery attempt may take, connection included.
     #[arg(
         long,
@@ -359,6 +364,7 @@ impl Config {
             webhook_allow_http: Vec::new(),
             webhook_retry_base_ms: 5000,
             webhook_max_failures: 80,
+            webhook_log_days: 30,
             webhook_timeout_secs: 15,
             federation_timeout_ms: 2000,
             federation_cache_secs: 0,

@@ -125,11 +125,16 @@ impl Node {
                 retry_base: std::time::Duration::from_millis(config.webhook_retry_base_ms.max(1)),
                 max_failures: config.webhook_max_failures.max(1),
                 timeout: std::time::Duration::from_secs(config.webhook_timeout_secs.max(1)),
+                keep_delivered: std::time::Duration::from_secs(
+                    config.webhook_log_days.saturating_mul(86_400),
+                ),
             },
             &cursor_key,
         )?);
         store.register(&webhooks);
         store.journal(&webhooks);
+        // Before serving: the log a caller reads right after the start is already pruned.
+        webhooks.prune()?;
         let views = Views::new(
             store.clone(),
             queries.clone(),

@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 
 /// Succeeded deliveries are recorded together, this often.
 const RECORD_EVERY: Duration = Duration::from_millis(50);
+/// Delivered deliveries past `--webhook-log-days` are removed this often (and at start-up,
+/// before the node serves).
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 /// Retries back off up to this interval.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
@@ -292,7 +295,16 @@ impl Webhooks {
     /// subscriptions queued the inbox's commits behind a hundred others. A crash before a
     /// batch is written sends its deliveries again (at least once).
     async fn record_delivered(self: Arc<Self>, mut closing: watch::Receiver<bool>) {
+        // The start pruned already (`Node::open`).
+        let mut pruned = Instant::now();
         loop {
+            if pruned.elapsed() >= PRUNE_EVERY {
+                pruned = Instant::now();
+                let this = self.clone();
+                if let Ok(Err(e)) = tokio::task::spawn_blocking(move || this.prune()).await {
+                    tracing::error!(error = %e, "old webhook deliveries not removed");
+                }
+            }
             tokio::select! {
                 _ = tokio::time::sleep(RECORD_EVERY) => {}
                 _ = closing.changed() => return,
@@ -304,6 +316,39 @@ impl Webhooks {
                 Ok(Ok(())) => {}
             }
         }
+    }
+
+    /// Removes the deliveries delivered longer ago than the log keeps them; undelivered ones
+    /// stay whatever their age. Blocking.
+    pub fn prune(&self) -> Result<usize> {
+        let cutoff = chrono::Utc::now()
+            - chrono::Duration::from_std(self.settings.keep_delivered)
+                .unwrap_or(chrono::Duration::MAX);
+        let p = crate::vocab::dsn("delivery");
+        let mut old = Vec::new();
+        for q in self.store.db().quads_for_pattern(
+            None,
+            Some(p.as_ref()),
+            None,
+            Some(queue::graph().as_ref().into()),
+        ) {
+            if let oxigraph::model::Term::Literal(l) = q?.object {
+                if let Ok(d) = serde_json::from_str::<Delivery>(l.value()) {
+                    let delivered = d
+                        .delivered_at
+                        .as_deref()
+                        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok());
+                    if delivered.is_some_and(|at| at <= cutoff) {
+                        old.extend(d.quads());
+                    }
+                }
+            }
+        }
+        // In batches: a log of months holds many.
+        for batch in old.chunks(2_000) {
+            self.store.rewrite(batch, &[])?;
+        }
+        Ok(old.len() / 2)
     }
 
     /// Writes the batch of succeeded deliveries. Blocking.

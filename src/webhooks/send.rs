@@ -27,6 +27,8 @@ pub struct Settings {
     pub retry_base: Duration,
     pub max_failures: u32,
     pub timeout: Duration,
+    /// How long a delivered delivery stays in the log.
+    pub keep_delivered: Duration,
 }
 
 /// What an attempt found.

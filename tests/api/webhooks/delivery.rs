@@ -177,7 +177,8 @@ async fn a_410_disables_the_subscription() {
     let trader = Session::new(&node, "gone@example.com").await;
     let receiver = Receiver::start().await;
     receiver.answer(&[410]);
-    let (id, _) = hook(&node, &trader, &receiver, json!(["consignment.created"])).await;
+    let events = json!(["consignment.created", "consignment.event_added"]);
+    let (id, _) = hook(&node, &trader, &receiver, events).await;
     trader
         .publish(&node, &as_org(example("create-consignment"), trader.org()))
         .await;
@@ -611,4 +612,39 @@ async fn filters_and_scopes_pick_the_consignments_told_of() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(tanzania.received().is_empty());
     assert!(shared_only.received().is_empty());
+}
+
+/// Delivered deliveries stay in the log `--webhook-log-days`; past it they are removed (at
+/// start-up here, with no days kept).
+#[tokio::test]
+async fn the_delivery_log_keeps_delivered_deliveries_for_the_days_configured() {
+    let node = hook_node().await;
+    let trader = Session::new(&node, "log@example.com").await;
+    let receiver = Receiver::start().await;
+    let (id, _) = hook(&node, &trader, &receiver, json!(["consignment.created"])).await;
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    receiver.wait_for(1).await;
+    let log = format!("{SUBSCRIPTIONS}/{id}/deliveries");
+    // Kept while the node runs with the default 30 days, and across a restart.
+    let node = node.restart().await;
+    let trader = trader.logged_in_again(&node).await;
+    let listed = json_body(call(&node, &trader, Method::GET, &log, None).await).await;
+    assert_eq!(
+        listed["entities"].as_array().unwrap().len(),
+        1,
+        "{listed:#}"
+    );
+    assert!(
+        !listed["entities"][0]["deliveredAt"].is_null(),
+        "{listed:#}"
+    );
+    // No days kept: the next start removes it.
+    let (mut config, addr, dir) = node.halt().await;
+    config.webhook_log_days = 0;
+    let node = TestNode::start_again((config, addr, dir)).await;
+    let trader = trader.logged_in_again(&node).await;
+    let listed = json_body(call(&node, &trader, Method::GET, &log, None).await).await;
+    assert_eq!(listed["entities"], json!([]), "{listed:#}");
 }
