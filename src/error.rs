@@ -109,3 +109,19 @@ impl From<std::io::Error> for Error {
         Self::internal(format!("io: {e}"))
     }
 }
+
+/// An error with its causes: the top level of a transport error alone says little ("error
+/// sending request").
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}

@@ -325,7 +325,8 @@ impl Fetcher {
 
     /// Fetches `url` (which must be allowed) into `blobs`; at most `max` bytes.
     pub async fn fetch(&self, url: &Url, blobs: &Blobs, max: u64) -> Result<Fetched, String> {
-        let failed = |e: reqwest::Error| format!("fetching {url} failed: {}", error_chain(&e));
+        let failed =
+            |e: reqwest::Error| format!("fetching {url} failed: {}", crate::error::chain(&e));
         let mut response = self.client.get(url.clone()).send().await.map_err(failed)?;
         let status = response.status();
         if !status.is_success() {
@@ -356,21 +357,6 @@ impl Fetcher {
         let blob = writer.finish().map_err(store_failed)?;
         Ok(Fetched { blob, media_type })
     }
-}
-
-/// A reqwest error with its causes (the top level alone says little: "error sending request").
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -24,20 +24,10 @@ fn quad(base_url: &str) -> Quad {
 
 /// The base URL recorded in `db`, if any.
 pub fn recorded(db: &oxigraph::store::Store) -> Result<Option<String>> {
-    let layout = graphs::layout();
-    let found = db
-        .quads_for_pattern(
-            Some(layout.as_ref().into()),
-            Some(predicate().as_ref()),
-            None,
-            Some(layout.as_ref().into()),
-        )
-        .next()
-        .transpose()?;
-    Ok(found.and_then(|q| match q.object {
-        Term::Literal(l) => Some(l.value().to_owned()),
+    Ok(match graphs::layout_value(db, &predicate())? {
+        Some(Term::Literal(l)) => Some(l.value().to_owned()),
         _ => None,
-    }))
+    })
 }
 
 /// What to do when the data dir names another base URL than the one given.

@@ -36,20 +36,10 @@ fn quad(format: u32) -> Quad {
 
 /// The format `db` records; `None` for a store no node has started on.
 pub fn recorded(db: &oxigraph::store::Store) -> Result<Option<u32>> {
-    let layout = graphs::layout();
-    let found = db
-        .quads_for_pattern(
-            Some(layout.as_ref().into()),
-            Some(predicate().as_ref()),
-            None,
-            Some(layout.as_ref().into()),
-        )
-        .next()
-        .transpose()?;
-    Ok(found.and_then(|q| match q.object {
-        Term::Literal(l) => l.value().parse().ok(),
+    Ok(match graphs::layout_value(db, &predicate())? {
+        Some(Term::Literal(l)) => l.value().parse().ok(),
         _ => None,
-    }))
+    })
 }
 
 impl Store {

@@ -79,6 +79,25 @@ pub fn layout() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}layout"))
 }
 
+/// The one value of `dsn:<property>` in the layout graph of `db`, if any (`db` may be a store
+/// opened alone, as `import` does).
+pub fn layout_value(
+    db: &oxigraph::store::Store,
+    property: &NamedNode,
+) -> Result<Option<oxigraph::model::Term>, oxigraph::store::StorageError> {
+    let layout = layout();
+    Ok(db
+        .quads_for_pattern(
+            Some(layout.as_ref().into()),
+            Some(property.as_ref()),
+            None,
+            Some(layout.as_ref().into()),
+        )
+        .next()
+        .transpose()?
+        .map(|q| q.object))
+}
+
 /// What says in the layout graph that an upgrade of the store ran: `dsn:<property> "<value>"`.
 pub struct LayoutMarker {
     pub property: &'static str,

@@ -193,6 +193,17 @@ impl Webhooks {
     /// Every undelivered delivery of a subscription that still exists, in commit order.
     /// Blocking.
     fn pending(&self) -> Result<Vec<Delivery>> {
+        let mut out: Vec<Delivery> = self
+            .stored()?
+            .into_iter()
+            .filter(|d| d.delivered_at.is_none() && self.subscription(&d.subscription).is_some())
+            .collect();
+        out.sort_by_key(|d| d.seq);
+        Ok(out)
+    }
+
+    /// Every delivery the store holds, of every subscription. Blocking.
+    fn stored(&self) -> Result<Vec<Delivery>> {
         let p = crate::vocab::dsn("delivery");
         let mut out = Vec::new();
         for q in self.store.db().quads_for_pattern(
@@ -203,13 +214,10 @@ impl Webhooks {
         ) {
             if let oxigraph::model::Term::Literal(l) = q?.object {
                 if let Ok(d) = serde_json::from_str::<Delivery>(l.value()) {
-                    if d.delivered_at.is_none() && self.subscription(&d.subscription).is_some() {
-                        out.push(d);
-                    }
+                    out.push(d);
                 }
             }
         }
-        out.sort_by_key(|d| d.seq);
         Ok(out)
     }
 
@@ -324,26 +332,18 @@ impl Webhooks {
         let cutoff = chrono::Utc::now()
             - chrono::Duration::from_std(self.settings.keep_delivered)
                 .unwrap_or(chrono::Duration::MAX);
-        let p = crate::vocab::dsn("delivery");
-        let mut old = Vec::new();
-        for q in self.store.db().quads_for_pattern(
-            None,
-            Some(p.as_ref()),
-            None,
-            Some(queue::graph().as_ref().into()),
-        ) {
-            if let oxigraph::model::Term::Literal(l) = q?.object {
-                if let Ok(d) = serde_json::from_str::<Delivery>(l.value()) {
-                    let delivered = d
-                        .delivered_at
-                        .as_deref()
-                        .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok());
-                    if delivered.is_some_and(|at| at <= cutoff) {
-                        old.extend(d.quads());
-                    }
-                }
-            }
-        }
+        let delivered_before = |d: &Delivery| {
+            d.delivered_at
+                .as_deref()
+                .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+                .is_some_and(|at| at <= cutoff)
+        };
+        let old: Vec<_> = self
+            .stored()?
+            .iter()
+            .filter(|d| delivered_before(d))
+            .flat_map(Delivery::quads)
+            .collect();
         // In batches: a log of months holds many.
         for batch in old.chunks(2_000) {
             self.store.rewrite(batch, &[])?;

@@ -112,7 +112,12 @@ pub async fn send(
         .body(d.body.clone());
     let response = match request.send().await {
         Ok(r) => r,
-        Err(e) => return Answer::failed(format!("sending to {url} failed: {}", chain(&e))),
+        Err(e) => {
+            return Answer::failed(format!(
+                "sending to {url} failed: {}",
+                crate::error::chain(&e)
+            ))
+        }
     };
     let status = response.status().as_u16();
     let retry_after = matches!(status, 429 | 503)
@@ -140,19 +145,4 @@ pub async fn send(
         error,
         retry_after,
     }
-}
-
-/// An error with its causes (the top level alone says little: "error sending request").
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    text
 }
