@@ -1,10 +1,12 @@
 //! Online backups: a consistent copy of the data dir taken while the node serves. The store
 //! is a RocksDB checkpoint (Oxigraph's `Store::backup`: its table files hard-linked or copied,
 //! writes going on meanwhile), the blobs it names at that moment, the secrets, and
-//! `manifest.json` — node version, data-dir format, quad count, the SHA-256 of every file —
+//! `manifest.json` — node version, data-dir format, quad count and content digest, the SHA-256
+//! of every file —
 //! written last, into `<backup-dir>/.<name>.partial`, renamed `<name>` once complete: a
 //! directory without the dot is a whole backup. `restore` checks every hash before it
-//! writes a new data dir a node starts on.
+//! writes a new data dir a node starts on, and the restored store's quads against the count and
+//! digest.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -28,6 +30,11 @@ pub struct Manifest {
     pub data_dir_format: u32,
     pub created: String,
     pub quads: u64,
+    /// The store's content independent of its files' layout: the XOR of the SHA-256 of every
+    /// quad's N-Quads line (`<s> <p> <o> <g> .`), in hex, over the quads `export` writes (the
+    /// derived ones, which a node rebuilds, left out; `quads` counts the same). Quads are a
+    /// set, so the XOR is order-free and an export of the same moment gives the same digest.
+    pub digest: String,
     /// Path inside the backup → SHA-256 (hex).
     pub files: BTreeMap<String, String>,
     pub bytes: u64,
@@ -70,7 +77,7 @@ fn fill(store: &Store, data_dir: &Path, to: &Path, name: &str, created: &str) ->
     store.db().backup(to.join("store"))?;
     // The blobs the checkpoint names (blobs are never rewritten: a later write adds others).
     let checkpoint = oxigraph::store::Store::open_read_only(to.join("store"))?;
-    let quads = checkpoint.len()? as u64;
+    let (quads, digest) = content(&checkpoint)?;
     let predicate = crate::vocab::dsn("blobStorageId");
     for quad in checkpoint.quads_for_pattern(None, Some(predicate.as_ref()), None, None) {
         let quad = quad?;
@@ -102,6 +109,7 @@ fn fill(store: &Store, data_dir: &Path, to: &Path, name: &str, created: &str) ->
         data_dir_format: DATA_DIR_FORMAT,
         created: created.to_owned(),
         quads,
+        digest,
         files,
         bytes,
     };
@@ -180,8 +188,14 @@ pub fn restore(backup: &Path, data_dir: &Path) -> Result<String> {
             }
         }
     }
-    for rel in manifest.files.keys() {
-        copy(&backup.join(rel), &data_dir.join(rel))?;
+    if let Err(e) = fill_restored(backup, data_dir, &manifest) {
+        // Nothing half-restored left for a node to start on: the data dir was empty.
+        if let Ok(entries) = fs::read_dir(data_dir) {
+            for entry in entries.flatten() {
+                let _ = fs::remove_dir_all(entry.path()).or_else(|_| fs::remove_file(entry.path()));
+            }
+        }
+        return Err(e);
     }
     Ok(format!(
         "restored {} ({} quads, {} files) into {}; start the node there with the same --base-url",
@@ -190,6 +204,44 @@ pub fn restore(backup: &Path, data_dir: &Path) -> Result<String> {
         manifest.files.len(),
         data_dir.display()
     ))
+}
+
+/// Copies the backup's files into `data_dir` and checks the store's quads against the manifest.
+fn fill_restored(backup: &Path, data_dir: &Path, manifest: &Manifest) -> Result<()> {
+    for rel in manifest.files.keys() {
+        copy(&backup.join(rel), &data_dir.join(rel))?;
+    }
+    let restored = oxigraph::store::Store::open_read_only(data_dir.join("store"))?;
+    let (quads, digest) = content(&restored)?;
+    if (quads, digest.as_str()) != (manifest.quads, manifest.digest.as_str()) {
+        Err(Error::bad_request(format!(
+            "the restored store holds {quads} quads (digest {digest}), the manifest says {} \
+             ({}): the backup is damaged",
+            manifest.quads, manifest.digest
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// The quad count and content digest of `db` (see [`Manifest::digest`]). Blocking.
+pub fn content(db: &oxigraph::store::Store) -> Result<(u64, String)> {
+    let mut count = 0u64;
+    let mut xor = [0u8; 32];
+    let mut line = String::new();
+    for quad in db.iter() {
+        let quad = quad?;
+        if crate::store::backup::derived(&quad) {
+            continue;
+        }
+        line.clear();
+        std::fmt::Write::write_fmt(&mut line, format_args!("{quad} .")).map_err(Error::internal)?;
+        for (x, b) in xor.iter_mut().zip(Sha256::digest(line.as_bytes())) {
+            *x ^= b;
+        }
+        count += 1;
+    }
+    Ok((count, hex::encode(xor)))
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {

@@ -83,6 +83,11 @@ pub async fn method_not_allowed() -> Error {
 /// `GET /metrics`: the Prometheus text format, for the operator's key alone (`x-api-key`, or
 /// `Authorization: Bearer` as a scraper sends it).
 pub async fn metrics(State(node): State<Arc<Node>>, headers: HeaderMap) -> Result<Response> {
+    if !node.metrics.on() {
+        return Err(Error::NotFound(
+            "metrics are off on this node (--metrics)".into(),
+        ));
+    }
     let key = headers
         .get("x-api-key")
         .or_else(|| headers.get(header::AUTHORIZATION))
@@ -153,6 +158,7 @@ pub async fn list_backups(
 
 fn summary(m: &crate::backups::Manifest) -> Value {
     json!({"name": m.name, "created": m.created, "nodeVersion": m.node_version,
-           "dataDirFormat": m.data_dir_format, "quads": m.quads, "files": m.files.len(),
+           "dataDirFormat": m.data_dir_format, "quads": m.quads, "digest": m.digest,
+           "files": m.files.len(),
            "bytes": m.bytes})
 }

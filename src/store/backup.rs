@@ -189,7 +189,7 @@ pub struct Exported {
 /// models snapshot's token. An edited or merged dump brings its grants, never markers that
 /// no longer match them, nor a token that would make the node take a snapshot of the
 /// unedited state (left in the data dir) for the state imported.
-fn derived(quad: &oxigraph::model::Quad) -> bool {
+pub fn derived(quad: &oxigraph::model::Quad) -> bool {
     super::snapshot::is_token(quad)
         || matches!(&quad.graph_name, oxigraph::model::GraphName::NamedNode(g)
         if g.as_str().starts_with(super::graphs::readable_root().as_str())

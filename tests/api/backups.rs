@@ -114,6 +114,25 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_write() {
         "{said}"
     );
     assert!(!into.exists() || std::fs::read_dir(&into).unwrap().next().is_none());
+    // Files that match their hashes but a store that is not the manifest's moment (its
+    // digest altered): refused after the copy, and nothing left in the data dir.
+    let altered = tempfile::tempdir().unwrap();
+    copy_dir(&backup, altered.path());
+    let manifest_path = altered.path().join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["digest"] = Value::String("0".repeat(64));
+    std::fs::write(&manifest_path, manifest.to_string()).unwrap();
+    let out = cli(&[
+        "restore",
+        altered.path().to_str().unwrap(),
+        "--data-dir",
+        into.to_str().unwrap(),
+    ])
+    .await;
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("digest"), "{said}");
+    assert!(!into.exists() || std::fs::read_dir(&into).unwrap().next().is_none());
     let out = cli(&[
         "restore",
         backup_arg,
@@ -136,6 +155,26 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_write() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The restored store is the backup's moment, quad for quad: an export of it has the
+    // manifest's count and digest (computed here from the N-Quads lines, as the manifest
+    // defines it: the XOR of each line's SHA-256).
+    let exported = target.path().join("restored.nq");
+    let out = cli(&[
+        "export",
+        "--data-dir",
+        fresh.path().to_str().unwrap(),
+        "--output",
+        exported.to_str().unwrap(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (count, digest) = nquads_digest(&std::fs::read_to_string(&exported).unwrap());
+    assert_eq!(count, taken["quads"].as_u64().unwrap());
+    assert_eq!(digest, taken["digest"].as_str().unwrap());
     let base = node.base.clone();
     let restored = TestNode::start_in(fresh, |c| c.base_url = Some(base)).await;
     for n in &before {
@@ -151,8 +190,38 @@ async fn a_backup_taken_under_load_restores_every_acknowledged_write() {
             "consignment {n} acknowledged before the backup"
         );
     }
+    // Nothing half-written: every Create posted is either whole in the restored node (its
+    // view answers) or absent, never a part of one.
+    let posted: Vec<u32> = acked.lock().unwrap().iter().map(|(n, _)| *n).collect();
+    for n in posted.iter().chain(before.iter()) {
+        let r = trader
+            .get(
+                &restored,
+                &format!("{LIST}/urn:uuid:00000000-0000-4000-8000-{n:012}"),
+            )
+            .await;
+        assert!(
+            matches!(r.status(), StatusCode::OK | StatusCode::NOT_FOUND),
+            "consignment {n}: {}",
+            r.status()
+        );
+    }
     let (bytes_after, _) = document_bytes(&restored, &trader, &node.base).await;
     assert_eq!(bytes_after, bytes_before);
+}
+
+/// The quad count of an N-Quads text and the XOR of its lines' SHA-256, in hex.
+fn nquads_digest(text: &str) -> (u64, String) {
+    use sha2::Digest;
+    let mut xor = [0u8; 32];
+    let mut count = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        for (x, b) in xor.iter_mut().zip(sha2::Sha256::digest(line.as_bytes())) {
+            *x ^= b;
+        }
+        count += 1;
+    }
+    (count, hex::encode(xor))
 }
 
 /// The example document's bytes as `who` downloads them (links name `base`).
