@@ -154,6 +154,12 @@ pub struct Config {
     )]
     pub inbox_max_concurrent_per_org: usize,
 
+    /// Count requests, activities and queries for `GET /metrics` (`false`: nothing is counted
+    /// and `/metrics` answers 404).
+    #[arg(long, env = "DATASPACE_NODE_METRICS", default_value_t = true,
+          action = clap::ArgAction::Set)]
+    pub metrics: bool,
+
     /// Where online backups go (`POST /operations/backups`, `--backup-every`); unset: none.
     #[arg(long, env = "DATASPACE_NODE_BACKUP_DIR")]
     pub backup_dir: Option<PathBuf>,
@@ -354,6 +360,7 @@ impl Config {
             sparql_max_concurrent: 4,
             sparql_max_concurrent_per_org: 2,
             inbox_max_concurrent_per_org: 4,
+            metrics: true,
             backup_dir: None,
             backup_every: None,
             backup_keep: 7,

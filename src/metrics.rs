@@ -12,6 +12,8 @@ use prometheus::{
 use crate::error::{Error, Result};
 
 pub struct Metrics {
+    /// `--metrics`: when off, nothing is counted.
+    on: bool,
     registry: Registry,
     http_requests: IntCounterVec,
     http_seconds: HistogramVec,
@@ -50,7 +52,7 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge> {
 }
 
 impl Metrics {
-    pub fn new() -> Result<Self> {
+    pub fn new(on: bool) -> Result<Self> {
         let registry = Registry::new();
         #[cfg(target_os = "linux")]
         registry
@@ -122,6 +124,7 @@ impl Metrics {
             http_requests: counter(&registry, "dataspace_http_requests_total", "Answered requests by route template and status", &["method", "route", "status"])?,
             inbox: counter(&registry, "dataspace_inbox_activities_total", "Activities the inbox took, by type and outcome (applied, replayed, failed)", &["type", "outcome"])?,
             sparql: counter(&registry, "dataspace_sparql_queries_total", "SPARQL queries by who answered (store, replica) and outcome (ok, timeout, limit, 429, error)", &["source", "outcome"])?,
+            on,
             login_throttled: login,
             http_seconds,
             gauges,
@@ -131,6 +134,9 @@ impl Metrics {
 
     /// One answered request: `route` is the matched route's template (`unmatched` for none).
     pub fn request(&self, method: &str, route: &str, status: u16, took: Duration) {
+        if !self.on {
+            return;
+        }
         self.http_requests
             .with_label_values(&[method, route, &status.to_string()])
             .inc();
@@ -142,6 +148,9 @@ impl Metrics {
     /// One activity through the inbox: `kind` its type (`Create`, `Update`, `Add`, else
     /// `other`), `outcome` applied, replayed or failed.
     pub fn activity(&self, kind: &str, outcome: &str) {
+        if !self.on {
+            return;
+        }
         let kind = match kind {
             "Create" | "Update" | "Add" => kind,
             _ => "other",
@@ -150,11 +159,22 @@ impl Metrics {
     }
 
     pub fn sparql(&self, source: &str, outcome: &str) {
+        if !self.on {
+            return;
+        }
         self.sparql.with_label_values(&[source, outcome]).inc();
     }
 
     pub fn login_throttled(&self) {
+        if !self.on {
+            return;
+        }
         self.login_throttled.inc();
+    }
+
+    /// Whether anything is counted (`--metrics`).
+    pub fn on(&self) -> bool {
+        self.on
     }
 
     /// Everything, in the Prometheus text format.

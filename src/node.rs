@@ -173,7 +173,7 @@ impl Node {
         Ok(Self {
             format,
             fair: fair_of(&config),
-            metrics: crate::metrics::Metrics::new()?,
+            metrics: crate::metrics::Metrics::new(config.metrics)?,
             inbox_limit: Limit::new(config.inbox_max_concurrent_per_org),
             config,
             identity,

@@ -32,7 +32,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 pub fn router(node: Arc<Node>) -> Router {
     let body_limit = node.config.body_limit_bytes;
-    Router::new()
+    let routes = Router::new()
         .route("/health", get(ops::health))
         .route("/metrics", get(ops::metrics))
         .route(
@@ -144,12 +144,17 @@ pub fn router(node: Arc<Node>) -> Router {
         .route(
             "/supply-chain/data-space/subscriptions/{id}/replay",
             post(webhooks::replay),
-        )
-        // Counted per matched route (a layer of the routes sees which one matched).
-        .route_layer(axum::middleware::from_fn_with_state(
+        );
+    // Counted per matched route (a layer of the routes sees which one matched).
+    let routes = if node.metrics.on() {
+        routes.route_layer(axum::middleware::from_fn_with_state(
             node.clone(),
             metrics::counted,
         ))
+    } else {
+        routes
+    };
+    routes
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))

@@ -238,3 +238,20 @@ async fn metrics_count_requests_activities_queries_and_throttled_logins() {
         "{text}"
     );
 }
+
+/// `--metrics false`: nothing counted, and `/metrics` is 404 even for the operator.
+#[tokio::test]
+async fn metrics_off_answers_404() {
+    let node = TestNode::start_with(|c| c.metrics = false).await;
+    let r = node
+        .client
+        .get(node.url("/metrics"))
+        .bearer_auth(OPERATOR_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+    // The other routes answer as before.
+    let r = node.client.get(node.url("/health")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+}
