@@ -265,3 +265,33 @@ fn find_file(dir: &std::path::Path) -> std::path::PathBuf {
         entry.path()
     }
 }
+
+/// A backup directory the node cannot write (here a path under a file, which no user,
+/// root included, can create) is a clear error naming it, and no backup is listed.
+#[tokio::test]
+async fn a_backup_directory_that_cannot_be_written_is_a_clear_error() {
+    let parent = tempfile::tempdir().unwrap();
+    let file = parent.path().join("not-a-directory");
+    std::fs::write(&file, b"x").unwrap();
+    let dir = file.join("backups");
+    let node = TestNode::start_with({
+        let dir = dir.clone();
+        move |c| c.backup_dir = Some(dir)
+    })
+    .await;
+    let operator = Operator::new(&node).await;
+    let r = operator
+        .send(&node, Method::POST, "/operations/backups", None)
+        .await;
+    assert!(r.status().is_server_error(), "{}", r.status());
+    let body = json_body(r).await;
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("--backup-dir"), "{body}");
+    let listed = json_body(
+        operator
+            .send(&node, Method::GET, "/operations/backups", None)
+            .await,
+    )
+    .await;
+    assert_eq!(listed["entities"], serde_json::json!([]), "{listed}");
+}
