@@ -101,6 +101,14 @@ pub struct Args {
     /// Only the webhook section (on a fresh node of its own).
     #[arg(long)]
     pub webhooks_only: bool,
+    /// Sequential Creates of each side of the metrics measurement (`--metrics false`, and
+    /// `/metrics` counting and scraped every second), in four passes each; 0 skips the operations section: that and
+    /// an online backup under four clients' Creates, on the main run's store).
+    #[arg(long, default_value_t = 1000)]
+    pub operations_creates: usize,
+    /// Seconds of Creates measured before the backup starts (the backup's baseline window).
+    #[arg(long, default_value_t = 15)]
+    pub backup_idle_secs: u64,
     /// Where the figures are written as JSON (to compare runs).
     #[arg(long, default_value = "bench-results.json")]
     pub json: std::path::PathBuf,

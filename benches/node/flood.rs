@@ -32,7 +32,7 @@ pub struct Flood {
 }
 
 /// A new organisation's user, as a benchmark client.
-async fn organisation(http: &reqwest::Client, base: &str, name: &str) -> Client {
+pub async fn organisation(http: &reqwest::Client, base: &str, name: &str) -> Client {
     let email = format!("{name}-{}@bench.example", uuid::Uuid::new_v4().simple());
     let created = create_account(http, base, OPERATOR_KEY, &email).await;
     let text = |k: &str| created[k].as_str().unwrap().to_owned();

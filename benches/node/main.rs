@@ -12,6 +12,7 @@ mod client;
 mod flood;
 mod intake;
 mod node;
+mod operations;
 mod reads;
 mod replica;
 mod report;
@@ -253,6 +254,9 @@ fn main() {
     report::storage(&mut table, measured.consignments, bytes);
     if args.flood_clients > 0 {
         client_rt.block_on(flood::phase(&args, &dir, &mut table, started));
+    }
+    if args.operations_creates > 0 {
+        client_rt.block_on(operations::phase(&args, &dir, &mut table, started));
     }
     if let Some(engine) = &args.replica {
         assert_eq!(engine, "virtuoso", "--replica takes `virtuoso`");

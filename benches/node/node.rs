@@ -41,6 +41,11 @@ pub fn serve_node(dir: &std::path::Path) {
         if let Some(hosts) = var("DATASPACE_NODE_WEBHOOK_ALLOW_HTTP") {
             config.webhook_allow_http = hosts.split(',').map(str::to_owned).collect();
         }
+        // The operations section: metrics off for its baseline, a backup directory.
+        if let Some(v) = var("DATASPACE_NODE_METRICS") {
+            config.metrics = v.parse().expect("DATASPACE_NODE_METRICS: true or false");
+        }
+        config.backup_dir = var("DATASPACE_NODE_BACKUP_DIR").map(Into::into);
         // RocksDB's open table files, to measure memory against read latency on a large store.
         if let Some(n) = var("DATASPACE_NODE_STORE_OPEN_FILES") {
             config.store_open_files = n

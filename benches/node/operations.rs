@@ -1,0 +1,200 @@
+//! What running the node costs its writers: Create p50 with `/metrics` counting (and scraped
+//! every second) against the node started with `--metrics false`, and the inbox while an
+//! online backup is taken. Both on the main run's data dir, the node started again for each
+//! pass.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::cli::Args;
+use crate::client::Client;
+use crate::flood::organisation;
+use crate::node::{create_account, log_in, spawn_with, wait_healthy, Loaded, OPERATOR_KEY};
+use crate::progress;
+use crate::report::Table;
+use crate::stats::{percentile, sequentially};
+
+/// A node on `dir` with `env`, healthy, and a new organisation's client on it.
+async fn started(
+    dir: &Path,
+    env: &[(&str, String)],
+    name: &str,
+) -> (crate::node::ChildGuard, String, Client) {
+    let (child, base, _) = spawn_with(dir, env);
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(64)
+        .build()
+        .unwrap();
+    wait_healthy(&http, &base).await;
+    let client = organisation(&http, &base, name).await;
+    (child, base, client)
+}
+
+pub async fn phase(args: &Args, dir: &Path, table: &mut Table, t0: Instant) {
+    metrics_cost(args, dir, table).await;
+    progress(t0, "metrics cost");
+    backup_under_load(args, dir, table).await;
+    progress(t0, "backup under load");
+}
+
+/// Create p50 over `--operations-creates` per side in eight passes, off and on in the order
+/// ABBA BAAB: the store grows with each pass and the machine drifts, and in that order both
+/// fall equally on either side.
+async fn metrics_cost(args: &Args, dir: &Path, table: &mut Table) {
+    let n = (args.operations_creates / 4).max(1);
+    let mut p50 = [Vec::new(), Vec::new()];
+    for on in [false, true, true, false, true, false, false, true] {
+        let env = [("DATASPACE_NODE_METRICS", on.to_string())];
+        let (mut child, base, client) = started(dir, &env, "metrics").await;
+        // Warm: the organisation's first Creates fill its caches.
+        sequentially(20, |i| client.create(i)).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let scraper = on.then(|| tokio::spawn(scrape_every_second(base, stop.clone())));
+        let (run, _) = sequentially(n, |i| client.create(1000 + i)).await;
+        stop.store(true, Ordering::Relaxed);
+        if let Some(s) = scraper {
+            assert!(s.await.unwrap() > 0, "/metrics was scraped");
+        }
+        child.stop();
+        p50[usize::from(on)].push(run.p50);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (off, on) = (mean(&p50[0]), mean(&p50[1]));
+    table.compared(
+        "Create c1 p50 with /metrics counting, scraped every 1 s",
+        on,
+        "ms",
+        "--metrics false",
+        off,
+    );
+}
+
+/// Scrapes `/metrics` with the operator's key every second until `stop`; how many scrapes.
+async fn scrape_every_second(base: String, stop: Arc<AtomicBool>) -> usize {
+    let http = reqwest::Client::new();
+    let mut scrapes = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let r = http
+            .get(format!("{base}/metrics"))
+            .bearer_auth(OPERATOR_KEY)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "/metrics");
+        r.bytes().await.unwrap();
+        scrapes += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    scrapes
+}
+
+/// A session of a user the operator's key created and logs in with (backups take both).
+async fn operator_session(base: &str) -> String {
+    let http = reqwest::Client::new();
+    let email = format!("operator-{}@bench.example", uuid::Uuid::new_v4().simple());
+    create_account(&http, base, OPERATOR_KEY, &email).await;
+    let operator = Loaded {
+        api_key: OPERATOR_KEY.into(),
+        email,
+        organization: String::new(),
+        consignments: 0,
+        written: 0,
+    };
+    log_in(&http, base, &operator).await
+}
+
+/// Each Create's start and latency.
+type Timeline = Arc<Mutex<Vec<(Instant, Duration)>>>;
+
+/// Four clients post Creates for `--backup-idle-secs`, then a backup is taken while they go
+/// on: the backup's time, and the Creates' p99 and longest latency during it against the
+/// window before.
+async fn backup_under_load(args: &Args, dir: &Path, table: &mut Table) {
+    let backups = tempfile::tempdir().unwrap();
+    let env = [(
+        "DATASPACE_NODE_BACKUP_DIR",
+        backups.path().display().to_string(),
+    )];
+    let (mut child, base, client) = started(dir, &env, "backup").await;
+    let client = Arc::new(client);
+    let stop = Arc::new(AtomicBool::new(false));
+    let timeline: Timeline = Arc::default();
+    let mut writers = Vec::new();
+    for c in 0..4 {
+        let (client, stop, timeline) = (client.clone(), stop.clone(), timeline.clone());
+        writers.push(tokio::spawn(async move {
+            let mut i = c * 1_000_000;
+            while !stop.load(Ordering::Relaxed) {
+                let at = Instant::now();
+                let sample = client.create(i).await;
+                timeline.lock().unwrap().push((at, sample.latency));
+                i += 1;
+            }
+        }));
+    }
+    let idle_from = Instant::now() + Duration::from_secs(2);
+    tokio::time::sleep(Duration::from_secs(2 + args.backup_idle_secs)).await;
+    let session = operator_session(&base).await;
+    let began = Instant::now();
+    let r = reqwest::Client::new()
+        .post(format!("{base}/operations/backups"))
+        .header("x-api-key", OPERATOR_KEY)
+        .bearer_auth(session)
+        .send()
+        .await
+        .unwrap();
+    let took = began.elapsed();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let manifest: serde_json::Value = r.json().await.unwrap();
+    let ended = Instant::now();
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    child.stop();
+    let window = |from: Instant, to: Instant| {
+        let mut lat: Vec<Duration> = timeline
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(at, _)| *at >= from && *at < to)
+            .map(|(_, l)| *l)
+            .collect();
+        lat.sort();
+        lat
+    };
+    let (before, during) = (window(idle_from, began), window(began, ended));
+    let max = |l: &[Duration]| l.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+    table.add("backup: time", took.as_secs_f64(), "s");
+    table.add(
+        "backup: quads",
+        manifest["quads"].as_f64().unwrap_or(0.0),
+        "",
+    );
+    table.add(
+        "backup: bytes",
+        manifest["bytes"].as_f64().unwrap_or(0.0) / 1e6,
+        "MB",
+    );
+    table.compared(
+        "Create c4 p99 during a backup",
+        percentile(&during, 0.99),
+        "ms",
+        "the window before",
+        percentile(&before, 0.99),
+    );
+    table.compared(
+        "Create c4 longest during a backup",
+        max(&during),
+        "ms",
+        "the window before",
+        max(&before),
+    );
+    table.add(
+        "Creates acknowledged during the backup",
+        during.len() as f64,
+        "",
+    );
+}
