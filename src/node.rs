@@ -423,15 +423,13 @@ fn federation_of(
     ))
 }
 
-/// The store, its data dir's graph names brought up to date, and the node's queries.
+/// The store and the node's queries.
 fn store_of(config: &Config) -> Result<(Arc<Store>, Arc<Queries>)> {
     let store = Arc::new(Store::open_with(
         &config.data_dir.join("store"),
         config.store_open_files,
         config.sync_commits,
     )?);
-    // Before anything reads a graph name: names of earlier data dirs are renamed.
-    crate::store::rekey::run(&store)?;
     Ok((store, Arc::new(Queries::load()?)))
 }
 

@@ -69,7 +69,7 @@ pub fn notifications(org_did: &str) -> NamedNode {
 
 /// The key of an organisation in graph and node names: a hash of its whole DID. Two
 /// organisations of different nodes may share an id segment (`…:org:<id>`); their graphs must
-/// not (data dirs named by the segment are upgraded by `store::rekey`).
+/// not.
 pub fn org_key(org_did: &str) -> String {
     uid_key(org_did)
 }

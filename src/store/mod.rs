@@ -18,7 +18,6 @@ pub mod memory;
 pub mod parts;
 pub mod queries;
 pub mod records;
-pub mod rekey;
 pub mod snapshot;
 pub mod wal;
 
