@@ -94,7 +94,7 @@ impl Node {
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
         let federation = federation_of(&config, &identity, &documents)?;
         let countries = Arc::new(crate::intake::load_countries()?);
-        let replica = upgrades_of(&config, &store, &queries, &countries)?;
+        let replica = upgrades_of(&config, &store)?;
         let upgraded_ms = started.elapsed().as_millis();
         let sharing = Arc::new(Sharing::open(
             store.clone(),
@@ -257,24 +257,12 @@ impl Node {
 /// The data dir brought up to date before any model reads it: the markers rebuilt when asked,
 /// the layouts of earlier versions upgraded, then the replica opened (it logs every later
 /// write, the markers' rebuild in `Sharing::open` included).
-fn upgrades_of(
-    config: &Config,
-    store: &Arc<Store>,
-    queries: &Queries,
-    countries: &std::collections::HashSet<String>,
-) -> Result<Option<Arc<Replica>>> {
+fn upgrades_of(config: &Config, store: &Arc<Store>) -> Result<Option<Arc<Replica>>> {
     if config.rebuild_markers {
         crate::sharing::readable::invalidate(store)?;
         // Markers rewritten wholesale are not in the replication log: a full sync follows.
         crate::replica::log::forget(store)?;
     }
-    if crate::intake::upgrade::pending(store)? {
-        // Written outside the writes' journal: the replica syncs in full (forgotten first,
-        // so a crash during the upgrade still leads to the full sync).
-        crate::replica::log::forget(store)?;
-        crate::intake::upgrade::run(store, queries, countries)?;
-    }
-    // After the revisions' upgrade: it reads the log entries this one follows.
     if crate::intake::payload_once::pending(store)? {
         crate::replica::log::forget(store)?;
         crate::intake::payload_once::run(store)?;

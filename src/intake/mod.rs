@@ -25,7 +25,6 @@ pub mod payload_once;
 mod prepare;
 mod process;
 pub mod shapes;
-pub mod upgrade;
 mod validate;
 
 use std::collections::HashSet;

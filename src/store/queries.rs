@@ -64,7 +64,6 @@ queries! {
     ConsignmentHistory => "consignment_history",
     RevisionAt => "revision_at",
     ConsignmentPartsAt => "consignment_parts_at",
-    LegacyRevisions => "legacy_revisions",
     NewestUpdate => "newest_update",
 }
 

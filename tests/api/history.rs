@@ -1,7 +1,6 @@
 //! A consignment's history: every revision newest first, point-in-time reads (`?at=`) of the
 //! view, its events, documents and linked-data forms, and the node's attestation of each
-//! revision checked with another JOSE implementation. (The upgrade of system events stored
-//! before they were revisions: `upgrade.rs`.)
+//! revision checked with another JOSE implementation.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;

@@ -1,5 +1,5 @@
-//! Data dirs from earlier versions open with everything readable: system events stored before
-//! they were revisions get their log entry, changes and declared port.
+//! Data dirs from earlier versions open with everything readable: summaries that kept their own
+//! copy of the description's JSON name the activity that keeps it.
 
 use dataspace_node::store::{activities, graphs, Store};
 use oxigraph::model::{GraphNameRef, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
@@ -23,77 +23,6 @@ async fn reads(node: &TestNode, trader: &Session, agency: &Session) -> Vec<Value
         }
     }
     out
-}
-
-#[tokio::test]
-async fn system_events_stored_before_revisions_are_upgraded_at_start_up() {
-    let node = TestNode::start().await;
-    let (_operator, trader, agency) = kenya_circle(&node).await;
-    five_revisions(&node, &trader, &agency).await;
-    let entries = get_json(&trader, &node, &format!("{}?scope=all", history(GLOBAL_ID))).await;
-    let created = entries["entities"][4]["date"].as_str().unwrap().to_owned();
-    let view_then = format!("{LIST}/{GLOBAL_ID}?scope=all&at={}", form_encoded(&created));
-    let then = get_json(&trader, &node, &view_then).await;
-    let ports = format!(
-        "{PREFIXES} SELECT ?port WHERE {{ ?r a dsn:SystemEvent ; dsn:declaredPortOfEntry ?port ; dsn:date ?d }} ORDER BY ?d"
-    );
-    let declared = rows(&node, &trader, &ports, &[("scope", "own")]).await;
-    assert_eq!(
-        declared,
-        [json!({"port": "NLRTM"}), json!({"port": "KEMBA"})]
-    );
-
-    // The earlier layout: system events without log entry, changes or declared port.
-    let halted = node.halt().await;
-    {
-        let store = Store::open(&halted.0.data_dir.join("store")).unwrap();
-        let dsn =
-            |t: &str| NamedNode::new_unchecked(format!("https://w3id.org/dataspace-node/ns#{t}"));
-        let events: Vec<NamedOrBlankNode> = store
-            .db()
-            .quads_for_pattern(None, None, Some(dsn("SystemEvent").as_ref().into()), None)
-            .map(|q| q.unwrap().subject)
-            .collect();
-        assert_eq!(events.len(), 5);
-        let doomed: Vec<Quad> = store
-            .db()
-            .iter()
-            .map(Result::unwrap)
-            .filter(|q| events.contains(&q.subject))
-            .filter(|q| {
-                ["logEntry", "changed", "declaredPortOfEntry"]
-                    .iter()
-                    .any(|t| q.predicate == dsn(t))
-            })
-            .collect();
-        assert_eq!(doomed.len(), 12, "{doomed:#?}");
-        // Nor the marker that says the upgrade ran.
-        let marker: Vec<Quad> = store
-            .db()
-            .quads_for_pattern(None, Some(dsn("revisions").as_ref()), None, None)
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(marker.len(), 1);
-        let doomed: Vec<Quad> = doomed.into_iter().chain(marker).collect();
-        store
-            .write(|tx| {
-                for q in &doomed {
-                    tx.remove(q);
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
-    let node = TestNode::start_again(halted).await;
-    assert_eq!(
-        get_json(&trader, &node, &format!("{}?scope=all", history(GLOBAL_ID))).await,
-        entries
-    );
-    assert_eq!(get_json(&trader, &node, &view_then).await, then);
-    assert_eq!(
-        rows(&node, &trader, &ports, &[("scope", "own")]).await,
-        declared
-    );
 }
 
 /// The globalId of the second consignment the summaries test publishes.
