@@ -263,10 +263,6 @@ fn upgrades_of(config: &Config, store: &Arc<Store>) -> Result<Option<Arc<Replica
         // Markers rewritten wholesale are not in the replication log: a full sync follows.
         crate::replica::log::forget(store)?;
     }
-    if crate::intake::payload_once::pending(store)? {
-        crate::replica::log::forget(store)?;
-        crate::intake::payload_once::run(store)?;
-    }
     crate::federation::outbox::Outbox::index_announces(store)?;
     Replica::open(store, &config.replica)
 }

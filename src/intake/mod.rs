@@ -21,7 +21,6 @@ mod conformance;
 mod credential;
 mod entries;
 pub mod log;
-pub mod payload_once;
 mod prepare;
 mod process;
 pub mod shapes;

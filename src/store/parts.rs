@@ -31,8 +31,7 @@ pub struct PartRow {
     pub kind: Option<Kind>,
     /// The node's IRI (empty for a blank node).
     pub node: String,
-    /// The stored JSON: an event's payload, a document revision's facts, a system event, the
-    /// description (data dirs not yet upgraded).
+    /// The stored JSON: an event's payload, a document revision's facts, a system event.
     pub json: Option<String>,
     /// A document's payload as sent.
     pub payload: Option<String>,
@@ -133,7 +132,6 @@ fn summary(facts: &Facts<'_>) -> Result<Option<PartRow>> {
     Ok(Some(PartRow {
         kind: Some(Kind::Payload),
         node: iri(&facts.node),
-        json: facts.get("payload")?,
         at: Some(at),
         contributor: Some(publisher),
         entry: facts.get("logEntry")?,

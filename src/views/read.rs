@@ -210,18 +210,16 @@ pub(super) struct Parts {
 impl Parts {
     /// One part read from `graph`.
     pub(super) fn take(&mut self, row: PartRow, graph: &NamedNode, visible: &Visible) {
-        let has_json = row.json.is_some();
         let json = parse_json(row.json.as_deref().unwrap_or_default());
         let at = row.at.unwrap_or_default();
         let (id, contributor) = (row.node, row.contributor);
         match row.kind {
-            Some(Kind::Payload) if *graph == visible.graph => match row.entry {
-                Some(entry) if !has_json => {
+            Some(Kind::Payload) if *graph == visible.graph => {
+                if let (Some(entry), Some(publisher)) = (row.entry, contributor) {
                     let entry = entry.rsplit(':').next().unwrap_or_default().to_owned();
-                    self.description = contributor.map(|publisher| (publisher, entry));
+                    self.description = Some((publisher, entry));
                 }
-                _ => self.payload = Some(json),
-            },
+            }
             Some(Kind::Event) => self.events.push(Part::new(id, at, json, contributor)),
             Some(Kind::Document) => self.documents.push(Part {
                 payload: row.payload.map(|p| parse_json(&p)),
@@ -279,7 +277,6 @@ pub(super) struct Partner {
 fn part_row(row: &QuerySolution) -> PartRow {
     PartRow {
         kind: match text(row, "kind").as_deref() {
-            Some("payload") => Some(Kind::Payload),
             Some("event") => Some(Kind::Event),
             Some("document") => Some(Kind::Document),
             Some("system") => Some(Kind::System),
@@ -290,7 +287,7 @@ fn part_row(row: &QuerySolution) -> PartRow {
         payload: text(row, "payload"),
         at: text(row, "at"),
         contributor: text(row, "contributor"),
-        entry: text(row, "entry"),
+        entry: None,
     }
 }
 

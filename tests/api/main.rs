@@ -31,6 +31,5 @@ mod shacl;
 mod sharing;
 mod sparql;
 mod startup;
-mod upgrade;
 mod vocabulary;
 mod webhooks;
