@@ -48,8 +48,6 @@ pub struct Node {
     pub listing: Arc<Listing>,
     /// The node's vocabulary, served at `/ns`.
     pub vocabulary: Vocabulary,
-    /// How far the background rewrite of activity graphs from before got (`/health`).
-    pub activity_layout: Arc<crate::intake::activity_layout::Progress>,
     /// Blocking work's slots, shared out between organisations (`crate::fair`).
     pub fair: Fair,
     /// What `/metrics` reports.
@@ -191,7 +189,6 @@ impl Node {
             replica,
             listing,
             vocabulary,
-            activity_layout: Arc::default(),
             closing: tokio::sync::watch::channel(false).0,
         })
     }

@@ -12,7 +12,6 @@
 //! - `credential`: the trust credential; [`log`]: the ActivityLogEntry.
 
 pub mod activity;
-pub mod activity_layout;
 mod apply;
 mod batch;
 mod checks;

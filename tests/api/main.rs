@@ -3,7 +3,6 @@
 
 mod abuse;
 mod accounts;
-mod activity_layout;
 mod backups;
 mod common;
 mod concurrency;

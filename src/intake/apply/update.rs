@@ -57,10 +57,8 @@ impl Apply<'_> {
         let replaced = replaced(tx, &old)?;
         let (old_facts, old_entry) = stored_facts(&replaced, &old);
         let old_payload = match old_entry {
-            Some(entry) => {
-                activities::of_entry_in(&*tx, &graphs::activities(self.org()), &entry)?
-                    .and_then(|activity| activity.get("object").cloned())
-            }
+            Some(entry) => activities::of_entry_in(&*tx, &graphs::activities(self.org()), &entry)?
+                .and_then(|activity| activity.get("object").cloned()),
             None => None,
         };
         let new_payload = Value::Object(self.activity.object().clone());
