@@ -57,8 +57,6 @@ queries! {
     GrantRemains => "grant_remains",
     SharedRecords => "shared_records",
     NotificationNumbers => "notification_numbers",
-    LegacyGrants => "legacy_grants",
-    LegacyNotifications => "legacy_notifications",
     DocumentCurrent => "document_current",
     Attestation => "attestation",
     ConsignmentHistory => "consignment_history",
