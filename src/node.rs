@@ -82,9 +82,7 @@ impl Node {
         )?);
         let auth = auth_of(&config, &operator_key, &session_secret, accounts.clone())?;
         let codes = Arc::new(CodeLists::load()?);
-        let snapshot = Snapshot::take(&config.data_dir, store.snapshot_token())
-            // An earlier version may have run since (it leaves the token): rebuild everything.
-            .filter(|_| !config.rebuild_markers);
+        let snapshot = Snapshot::take(&config.data_dir, store.snapshot_token());
         let snapshot_ms = started.elapsed().as_millis();
         let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref(), &accounts)?);
         let listing_ms = started.elapsed().as_millis();
@@ -92,8 +90,8 @@ impl Node {
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
         let federation = federation_of(&config, &identity, &documents)?;
         let countries = Arc::new(crate::intake::load_countries()?);
-        let replica = upgrades_of(&config, &store)?;
-        let upgraded_ms = started.elapsed().as_millis();
+        let replica = Replica::open(&store, &config.replica)?;
+        let replica_ms = started.elapsed().as_millis();
         let sharing = Arc::new(Sharing::open(
             store.clone(),
             queries.clone(),
@@ -163,7 +161,7 @@ impl Node {
             store_ms,
             snapshot_ms,
             listing_ms,
-            upgraded_ms,
+            replica_ms,
             sharing_ms,
             total_ms = started.elapsed().as_millis(),
             "node opened (each _ms: time since the start of opening)"
@@ -249,19 +247,6 @@ impl Node {
         snapshot.save(&self.config.data_dir)?;
         Ok(())
     }
-}
-
-/// The data dir brought up to date before any model reads it: the markers rebuilt when asked,
-/// the layouts of earlier versions upgraded, then the replica opened (it logs every later
-/// write, the markers' rebuild in `Sharing::open` included).
-fn upgrades_of(config: &Config, store: &Arc<Store>) -> Result<Option<Arc<Replica>>> {
-    if config.rebuild_markers {
-        crate::sharing::readable::invalidate(store)?;
-        // Markers rewritten wholesale are not in the replication log: a full sync follows.
-        crate::replica::log::forget(store)?;
-    }
-    crate::federation::outbox::Outbox::index_announces(store)?;
-    Replica::open(store, &config.replica)
 }
 
 /// The own lists' order: from the snapshot when there is one, else from every record of this
