@@ -221,10 +221,7 @@ impl Parts {
                 }
             }
             Some(Kind::Event) => self.events.push(Part::new(id, at, json, contributor)),
-            Some(Kind::Document) => self.documents.push(Part {
-                payload: row.payload.map(|p| parse_json(&p)),
-                ..Part::new(id, at, json, contributor)
-            }),
+            Some(Kind::Document) => self.documents.push(Part::new(id, at, json, contributor)),
             Some(Kind::System) => self.system.push(Part::new(id, at, json, contributor)),
             _ => {}
         }
@@ -244,8 +241,6 @@ pub(super) struct Part {
     pub(super) at: String,
     /// The stored JSON: an event's payload, a document revision's facts, a system event.
     pub(super) json: Value,
-    /// A document's payload as sent (for documents recorded before revisions were kept).
-    pub(super) payload: Option<Value>,
     pub(super) contributor: Option<String>,
     /// A partner's document as its node rendered it (its links point there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -253,13 +248,12 @@ pub(super) struct Part {
 }
 
 impl Part {
-    /// A part read from this node's store (no partner rendering, no separate payload).
+    /// A part read from this node's store (no partner rendering).
     fn new(id: String, at: String, json: Value, contributor: Option<String>) -> Self {
         Self {
             id,
             at,
             json,
-            payload: None,
             contributor,
             partner: None,
         }
@@ -284,7 +278,6 @@ fn part_row(row: &QuerySolution) -> PartRow {
         },
         node: text(row, "node").unwrap_or_default(),
         json: text(row, "json"),
-        payload: text(row, "payload"),
         at: text(row, "at"),
         contributor: text(row, "contributor"),
         entry: None,
