@@ -251,8 +251,7 @@ impl Node {
 
 /// The own lists' order: from the snapshot when there is one, else from every record of this
 /// node's organisations (those of its accounts: a partner's share leaves the partner's record
-/// in the index, which the lists' commits never add — until 2026-11-26 a rebuild did, and a
-/// snapshot saved since may still hold it).
+/// in the index, which the lists' commits never add either).
 fn listing_of(
     store: &Store,
     queries: &Queries,
@@ -264,9 +263,7 @@ fn listing_of(
     let saved = snapshot.and_then(|s| Listing::decode(s.section("listing")?));
     let (listing, stamped) = match saved {
         Some(listing) => {
-            listing.retain(local);
-            // The last stamp the node gave, saved at its clean shutdown (absent from
-            // snapshots of earlier versions: the creation times floor the stamps then).
+            // The last stamp the node gave, saved at its clean shutdown.
             let stamped = snapshot.and_then(|s| s.section("stamp")?.i64());
             (listing, stamped)
         }
