@@ -41,13 +41,12 @@ impl Apply<'_> {
                 ))));
             }
         }
-        // An id of the aig form only as the record already has it (stored by an earlier
-        // version), never taken anew: it names only the record minted for it.
-        for (path, key, stored) in [
-            ("object.globalId", &global_id, &old.global_id),
-            ("object.identifier", &identifier, &old.identifier),
+        // An id of the aig form is never taken: it names only the record minted for it.
+        for (path, key) in [
+            ("object.globalId", &global_id),
+            ("object.identifier", &identifier),
         ] {
-            if graphs::is_aig_id(key) && key != stored {
+            if graphs::is_aig_id(key) {
                 let failure = super::super::checks::not_an_aig_id(path, format!("{key:?}"));
                 return Ok(Err(TaskError::validation(&[failure])));
             }
