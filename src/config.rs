@@ -181,14 +181,6 @@ pub struct Config {
     #[arg(long, env = "DATASPACE_NODE_BLOCKING_MAX_CONCURRENT")]
     pub blocking_max_concurrent: Option<usize>,
 
-    /// Write the SPARQL endpoint's readable-graph markers again at start-up, and rebuild the
-    /// in-memory models from the store instead of the shutdown's snapshot. Needed once after
-    /// an earlier version of the node ran on this data dir: one that did not keep markers left
-    /// them behind its grants and revocations; one that did not know the snapshot left it
-    /// behind its writes.
-    #[arg(long, env = "DATASPACE_NODE_REBUILD_MARKERS")]
-    pub rebuild_markers: bool,
-
     /// Partner nodes: hosts (`host` or `host:port`) whose did:web this node resolves — to
     /// check their node tokens, send them notices and pull their datasets. `*` trusts any
     /// host. Empty (the default): no federation; policies name organisations of this node only.
@@ -365,7 +357,6 @@ impl Config {
             backup_every: None,
             backup_keep: 7,
             blocking_max_concurrent: None,
-            rebuild_markers: false,
             federation_partners: Vec::new(),
             federation_allow_http: Vec::new(),
             webhook_allow_http: Vec::new(),

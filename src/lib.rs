@@ -126,7 +126,6 @@ pub async fn run(
         let closing = node.closing.subscribe();
         tokio::spawn(replica.run(closing))
     });
-    let rewriting = rewrite_activities(&node)?;
     let flushing = node.clone();
     let mut closed = node.closing.subscribe();
     let flusher = tokio::spawn(async move {
@@ -161,13 +160,6 @@ pub async fn run(
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
     let _ = hooks.await;
-    if let Some(task) = rewriting {
-        // It stops at its next pause (after a batch, or 20,000 quads read); the next start
-        // goes over the graphs again and rewrites what is left.
-        if let Err(e) = task.await {
-            tracing::error!(error = %e, "rewriting activity graphs: task failed");
-        }
-    }
     let _ = flusher.await;
     if let Some(task) = replicating {
         // Unshipped entries stay in the store's log for the next start.
@@ -178,34 +170,6 @@ pub async fn run(
     tokio::task::spawn_blocking(move || closing.close()).await??;
     tracing::info!("stopped; store flushed, models saved");
     Ok(())
-}
-
-/// Rewrites activity graphs from before 2026-11-26 while the node serves: the reads understand
-/// both layouts, and at a million activities the rewrite takes minutes
-/// (`intake::activity_layout`). `None` when there is nothing to rewrite.
-type Rewriting = tokio::task::JoinHandle<Result<Option<intake::activity_layout::Moved>>>;
-
-fn rewrite_activities(node: &Arc<Node>) -> Result<Option<Rewriting>> {
-    if !intake::activity_layout::pending(&node.store)? {
-        return Ok(None);
-    }
-    let (store, closing) = (node.store.clone(), node.closing.subscribe());
-    let progress = node.activity_layout.clone();
-    progress.starting();
-    // Scans and transactions: blocking work, for minutes.
-    Ok(Some(tokio::task::spawn_blocking(move || {
-        let run = || intake::activity_layout::run(&store, &|| *closing.borrow(), &progress);
-        // A panic would otherwise show only at shutdown, with `/health` saying "running".
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-            .unwrap_or_else(|_| Err(Error::internal("the rewrite panicked")));
-        if let Err(e) = &result {
-            // Said now, not at shutdown: the node serves on (the reads understand both
-            // layouts), and the next start tries again.
-            tracing::error!(error = %e, "rewriting activity graphs failed");
-            progress.failed();
-        }
-        result
-    })))
 }
 
 /// `--backup-every`: a backup each period, the oldest beyond `--backup-keep` removed after it;

@@ -74,8 +74,8 @@ enum Command {
     /// Make a new data dir from an online backup (`POST /operations/backups`), every file's
     /// SHA-256 checked against its manifest first.
     Restore(RestoreArgs),
-    /// Compact the whole store, returning the disk that deleted and rewritten data still takes
-    /// (after an upgrade that rewrote much of it). The node must be stopped.
+    /// Compact the whole store, returning the disk that deleted and rewritten data still takes.
+    /// The node must be stopped.
     Compact(CompactArgs),
 }
 

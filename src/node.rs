@@ -48,8 +48,6 @@ pub struct Node {
     pub listing: Arc<Listing>,
     /// The node's vocabulary, served at `/ns`.
     pub vocabulary: Vocabulary,
-    /// How far the background rewrite of activity graphs from before got (`/health`).
-    pub activity_layout: Arc<crate::intake::activity_layout::Progress>,
     /// Blocking work's slots, shared out between organisations (`crate::fair`).
     pub fair: Fair,
     /// What `/metrics` reports.
@@ -84,9 +82,7 @@ impl Node {
         )?);
         let auth = auth_of(&config, &operator_key, &session_secret, accounts.clone())?;
         let codes = Arc::new(CodeLists::load()?);
-        let snapshot = Snapshot::take(&config.data_dir, store.snapshot_token())
-            // An earlier version may have run since (it leaves the token): rebuild everything.
-            .filter(|_| !config.rebuild_markers);
+        let snapshot = Snapshot::take(&config.data_dir, store.snapshot_token());
         let snapshot_ms = started.elapsed().as_millis();
         let listing = Arc::new(listing_of(&store, &queries, snapshot.as_ref(), &accounts)?);
         let listing_ms = started.elapsed().as_millis();
@@ -94,8 +90,8 @@ impl Node {
         let documents = documents_of(&config, &identity, &store, &queries, &session_secret)?;
         let federation = federation_of(&config, &identity, &documents)?;
         let countries = Arc::new(crate::intake::load_countries()?);
-        let replica = upgrades_of(&config, &store, &queries, &countries)?;
-        let upgraded_ms = started.elapsed().as_millis();
+        let replica = Replica::open(&store, &config.replica)?;
+        let replica_ms = started.elapsed().as_millis();
         let sharing = Arc::new(Sharing::open(
             store.clone(),
             queries.clone(),
@@ -165,7 +161,7 @@ impl Node {
             store_ms,
             snapshot_ms,
             listing_ms,
-            upgraded_ms,
+            replica_ms,
             sharing_ms,
             total_ms = started.elapsed().as_millis(),
             "node opened (each _ms: time since the start of opening)"
@@ -191,7 +187,6 @@ impl Node {
             replica,
             listing,
             vocabulary,
-            activity_layout: Arc::default(),
             closing: tokio::sync::watch::channel(false).0,
         })
     }
@@ -254,39 +249,9 @@ impl Node {
     }
 }
 
-/// The data dir brought up to date before any model reads it: the markers rebuilt when asked,
-/// the layouts of earlier versions upgraded, then the replica opened (it logs every later
-/// write, the markers' rebuild in `Sharing::open` included).
-fn upgrades_of(
-    config: &Config,
-    store: &Arc<Store>,
-    queries: &Queries,
-    countries: &std::collections::HashSet<String>,
-) -> Result<Option<Arc<Replica>>> {
-    if config.rebuild_markers {
-        crate::sharing::readable::invalidate(store)?;
-        // Markers rewritten wholesale are not in the replication log: a full sync follows.
-        crate::replica::log::forget(store)?;
-    }
-    if crate::intake::upgrade::pending(store)? {
-        // Written outside the writes' journal: the replica syncs in full (forgotten first,
-        // so a crash during the upgrade still leads to the full sync).
-        crate::replica::log::forget(store)?;
-        crate::intake::upgrade::run(store, queries, countries)?;
-    }
-    // After the revisions' upgrade: it reads the log entries this one follows.
-    if crate::intake::payload_once::pending(store)? {
-        crate::replica::log::forget(store)?;
-        crate::intake::payload_once::run(store)?;
-    }
-    crate::federation::outbox::Outbox::index_announces(store)?;
-    Replica::open(store, &config.replica)
-}
-
 /// The own lists' order: from the snapshot when there is one, else from every record of this
 /// node's organisations (those of its accounts: a partner's share leaves the partner's record
-/// in the index, which the lists' commits never add — until 2026-11-26 a rebuild did, and a
-/// snapshot saved since may still hold it).
+/// in the index, which the lists' commits never add either).
 fn listing_of(
     store: &Store,
     queries: &Queries,
@@ -298,9 +263,7 @@ fn listing_of(
     let saved = snapshot.and_then(|s| Listing::decode(s.section("listing")?));
     let (listing, stamped) = match saved {
         Some(listing) => {
-            listing.retain(local);
-            // The last stamp the node gave, saved at its clean shutdown (absent from
-            // snapshots of earlier versions: the creation times floor the stamps then).
+            // The last stamp the node gave, saved at its clean shutdown.
             let stamped = snapshot.and_then(|s| s.section("stamp")?.i64());
             (listing, stamped)
         }
@@ -423,15 +386,13 @@ fn federation_of(
     ))
 }
 
-/// The store, its data dir's graph names brought up to date, and the node's queries.
+/// The store and the node's queries.
 fn store_of(config: &Config) -> Result<(Arc<Store>, Arc<Queries>)> {
     let store = Arc::new(Store::open_with(
         &config.data_dir.join("store"),
         config.store_open_files,
         config.sync_commits,
     )?);
-    // Before anything reads a graph name: names of earlier data dirs are renamed.
-    crate::store::rekey::run(&store)?;
     Ok((store, Arc::new(Queries::load()?)))
 }
 

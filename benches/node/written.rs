@@ -85,8 +85,7 @@ fn of_create(db: &oxigraph::store::Store, org: &str, hex: &str) -> Vec<Quad> {
         None,
         &graphs::consignment_index(),
     ));
-    // The activity's log entry, which the summary names and which holds the payload (and
-    // any node that names the entry: the activity node of the layout before 2026-11-26).
+    // The activity's log entry, which the summary names and which holds the payload.
     let activities = graphs::activities(org);
     let entry_link = dsn("logEntry");
     let summary = graphs::summary(hex);
@@ -100,9 +99,6 @@ fn of_create(db: &oxigraph::store::Store, org: &str, hex: &str) -> Vec<Quad> {
             continue;
         };
         out.extend(all(Some(entry.as_ref().into()), None, None, &activities));
-        for named in all(None, Some(&entry_link), Some(&link.object), &activities) {
-            out.extend(all(Some(named.subject.as_ref()), None, None, &activities));
-        }
     }
     let markers = graphs::readable(org);
     let graph_term = Term::NamedNode(graph.clone());

@@ -110,12 +110,6 @@ impl Listing {
     }
 
     /// Does `org` have a consignment of its own?
-    /// Keeps the lists of the organisations `keep` names only.
-    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
-        let mut map = self.by_org.write().unwrap_or_else(|p| p.into_inner());
-        map.retain(|org, _| keep(org));
-    }
-
     pub fn holds_any(&self, org: &str) -> bool {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
         map.get(org).is_some_and(|keys| !keys.order.is_empty())
@@ -142,7 +136,6 @@ impl Listing {
         for (org, keys) in map.iter() {
             e.str(org);
             e.u64(keys.order.len() as u64);
-            // As text, the layout of earlier versions' snapshots (which still decode).
             for key in &keys.order {
                 e.i64(key.0);
                 e.str(&aig(key));

@@ -163,46 +163,10 @@ impl Outbox {
         Ok(None)
     }
 
-    /// Gives the `Announce`s a node from before `dsn:announces` queued their consignment, so
-    /// that a policy's deletion finds them too. At every open, before anything serves (not
-    /// once: an earlier binary run on the data dir meanwhile may have queued more); an outbox
-    /// holds only what waits for partners, which delivery reads at every start as well.
-    /// Blocking.
-    pub fn index_announces(store: &Store) -> Result<usize> {
-        let p = dsn("outboxNotice");
-        let mut missing = Vec::new();
-        for q in store
-            .db()
-            .quads_for_pattern(None, Some(p.as_ref()), None, Some(graph().as_ref()))
-        {
-            let Term::Literal(l) = q?.object else {
-                continue;
-            };
-            let Ok(n) = serde_json::from_str::<Notice>(l.value()) else {
-                continue;
-            };
-            if let Some(announces) = n.announces() {
-                if !store.db().contains(&announces)? {
-                    missing.push(announces);
-                }
-            }
-        }
-        if !missing.is_empty() {
-            store.write(|tx| {
-                for q in &missing {
-                    tx.insert(q);
-                }
-                Ok(())
-            })?;
-        }
-        Ok(missing.len())
-    }
-
     /// Removes, in `tx`, the undelivered `Announce`s of each (consignment record, receiving
     /// organisation) pair: a share withdrawn before its notice left must not reach the
     /// receiver. The delivery task finds them gone when their turn comes (see
-    /// [`Self::stored`]). Found by their `dsn:announces` (given at open to notices queued
-    /// before it: [`Self::index_announces`]).
+    /// [`Self::stored`]). Found by their `dsn:announces`, which [`Self::queue`] writes.
     pub fn drop_announces(
         tx: &mut Transaction<'_>,
         pairs: &[(NamedNode, String)],
@@ -468,10 +432,10 @@ mod tests {
         (to.to_owned(), id.to_owned())
     }
 
-    /// An Announce queued before `dsn:announces` gets it at open, and a withdrawal then drops
-    /// it; another receiver's stays.
+    /// A withdrawal drops the receiver's undelivered Announce, found by the `dsn:announces`
+    /// queueing wrote; another receiver's stays.
     #[test]
-    fn announces_queued_before_the_index_are_dropped_by_a_withdrawal_after_open() {
+    fn a_withdrawal_drops_the_receivers_announce_only() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let hex = "0123456789abcdef0123456789abcdef";
@@ -488,13 +452,12 @@ mod tests {
         );
         store
             .write(|tx| {
-                tx.insert(&gone.quad());
-                tx.insert(&kept.quad());
+                let mut events = Events::default();
+                Outbox::queue(tx, &gone, &mut events);
+                Outbox::queue(tx, &kept, &mut events);
                 Ok(())
             })
             .unwrap();
-        assert_eq!(Outbox::index_announces(&store).unwrap(), 2);
-        assert_eq!(Outbox::index_announces(&store).unwrap(), 0);
         let record = crate::store::graphs::consignment(hex);
         let dropped = store
             .write(|tx| Outbox::drop_announces(tx, &[(record, gone.to.clone())]))

@@ -152,8 +152,8 @@ fn read_as_sent(activity: &Activity, index: &Index<'_>, roots: &Roots, out: &mut
         }
         // A new consignment's ids may not take the form of the node's: that text names the
         // record the node minted it for, and nothing else (`graphs::is_aig_id`), so a
-        // consignment under it could never be found by it, nor kept unique by it. (An Update
-        // may keep such an id an earlier version stored: `apply::update`.)
+        // consignment under it could never be found by it, nor kept unique by it. (An Update's
+        // is refused by `apply::update`, after the look-up that finds its consignment.)
         if activity.kind == Kind::Create && text.is_some_and(graphs::is_aig_id) {
             out.push(not_an_aig_id(
                 path,

@@ -3,9 +3,6 @@
 //! document (`/.well-known/did.json`, verification method `#node-key`), so anyone can check it
 //! with the public key alone. Injected into every activity it stores and served with the
 //! activity's log entry and the consignment's history.
-//!
-//! Activities stored before this change carry an HS256 credential under a node secret (only
-//! the node could check those); they are served as stored.
 
 use ed25519_dalek::SigningKey;
 use serde_json::json;

@@ -44,12 +44,7 @@ pub(super) fn entry_in(
     log: &NamedNode,
 ) -> Result<Option<Entry>> {
     let json = dsn("entryJson");
-    for quad in source.matching(
-        Some(log.as_ref().into()),
-        json.as_ref(),
-        None,
-        graph.as_ref(),
-    )? {
+    for quad in source.matching(log.as_ref().into(), json.as_ref(), graph.as_ref())? {
         if let Term::Literal(l) = quad.object {
             return serde_json::from_str(l.value())
                 .map(Some)
@@ -76,8 +71,8 @@ pub(super) fn remove_entry(
 }
 
 /// Writes a log entry in the organisation's activity graph: its JSON, the one thing its reads
-/// use (until 2026-11-26 also `dsn:status` and `dsn:dateCreated`, which nothing read), and its
-/// type, which the vocabulary's ranges and domains promise (`dsn:logEntry`, `dsn:entryJson`).
+/// use, and its type, which the vocabulary's ranges and domains promise (`dsn:logEntry`,
+/// `dsn:entryJson`).
 pub(super) fn write_entry(
     tx: &mut Transaction<'_>,
     graph: &NamedNode,

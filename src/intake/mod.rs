@@ -12,7 +12,6 @@
 //! - `credential`: the trust credential; [`log`]: the ActivityLogEntry.
 
 pub mod activity;
-pub mod activity_layout;
 mod apply;
 mod batch;
 mod checks;
@@ -21,11 +20,9 @@ mod conformance;
 mod credential;
 mod entries;
 pub mod log;
-pub mod payload_once;
 mod prepare;
 mod process;
 pub mod shapes;
-pub mod upgrade;
 mod validate;
 
 use std::collections::HashSet;

@@ -6,7 +6,7 @@
 //! transactions that put a partner's record in an organisation's circle or take it out (the
 //! writer lock makes it exact); counting the organisation's shares at every notice would read
 //! every consignment shared with it. A counter not written yet (the node's first share with the
-//! organisation, or a data dir from before the cap) is counted once from the memberships.
+//! organisation) is counted once from the memberships.
 
 use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
 use oxigraph::store::Transaction;

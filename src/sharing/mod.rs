@@ -31,7 +31,6 @@ pub mod policy;
 pub mod readable;
 mod remote;
 mod routing;
-mod upgrade;
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -115,8 +114,6 @@ impl Sharing {
         snapshot: Option<&Snapshot>,
     ) -> Result<Self> {
         let started = std::time::Instant::now();
-        upgrade::run(&store, &queries)?;
-        let upgrade_ms = started.elapsed().as_millis();
         let marked = readable::rebuild(&store)?;
         let markers_ms = started.elapsed().as_millis();
         if marked > 0 {
@@ -147,7 +144,6 @@ impl Sharing {
         // Where this part of start-up's time went (each counted from its start).
         tracing::info!(
             policies = policies.len(),
-            upgrade_ms,
             markers_ms,
             policies_ms,
             total_ms = started.elapsed().as_millis(),

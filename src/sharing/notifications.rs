@@ -1,8 +1,8 @@
 //! Notifications to receiving organisations: numbered by one sequence per recipient (the SSE
 //! event id, so `Last-Event-ID` says exactly what a reconnecting client has seen; one sequence
 //! per recipient, so that the gaps in an organisation's numbers do not tell it how many
-//! notifications other organisations received meanwhile — until 2026-11-26 the sequence was
-//! node-wide, and those numbers stay as they are, the recipient's next following its highest),
+//! notifications other organisations received meanwhile; after a restart the recipient's next
+//! follows its highest),
 //! stored as one quad in the recipient's notification graph
 //! (`<urn:dataspace-node:notification:N> dsn:notice "…"^^rdf:JSON`: the number is in the IRI,
 //! the recipient is the graph, so two recipients' graphs may hold the same IRI), and
@@ -87,9 +87,6 @@ impl Notifications {
     pub fn encode(&self) -> Vec<u8> {
         let map = self.by_org.read().unwrap_or_else(|p| p.into_inner());
         let mut e = Encoder::default();
-        // Where the node-wide last number was; its place kept so snapshots keep their form.
-        let top = map.values().filter_map(|s| s.last()).max().copied();
-        e.u64(top.unwrap_or(0));
         e.u64(map.len() as u64);
         for (graph, seqs) in map.iter() {
             e.str(graph);
@@ -103,7 +100,6 @@ impl Notifications {
 
     /// What [`Notifications::encode`] wrote; `None` when the bytes are not that.
     pub fn decode(mut d: Decoder<'_>) -> Option<Self> {
-        d.u64()?;
         let mut by_org = HashMap::new();
         for _ in 0..d.count(16)? {
             let graph = d.str()?.to_owned();

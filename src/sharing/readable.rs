@@ -18,7 +18,8 @@
 //! transaction as the data: a new contribution graph (its contributor, and everyone already
 //! in the consignment's circle), a new circle member (every contribution graph of the
 //! consignment), a member leaving (the same, removed). [`rebuild`] writes them for a store
-//! from before they existed; a test compares them with `Readable` after a sharing scenario.
+//! without them (`import` leaves them out); a test compares them with `Readable` after a
+//! sharing scenario.
 
 use oxigraph::model::{GraphName, NamedNode, Quad};
 use oxigraph::store::Transaction;
@@ -151,9 +152,8 @@ pub fn aig_hex(record: &NamedNode) -> Option<&str> {
     graphs::consignment_hex(record.as_str())
 }
 
-/// Notes, in the store, that the markers are complete and in this layout (one graph per
-/// organisation DID). An earlier layout's markers are dropped and written again.
-fn layout() -> Quad {
+/// Notes, in the store, that every contribution graph has its markers.
+fn complete() -> Quad {
     Quad::new(
         graphs::readable_root(),
         dsn("markersLayout"),
@@ -162,44 +162,26 @@ fn layout() -> Quad {
     )
 }
 
-/// Makes the next [`rebuild`] drop every marker and write them all again (`--rebuild-markers`).
-pub fn invalidate(store: &Store) -> Result<()> {
-    store.write(|tx| {
-        tx.remove(&layout());
-        Ok(())
-    })
-}
-
-/// Writes the markers of every contribution graph in a store that has none in this layout
-/// (a data dir from before they existed); a store that has them costs one look-up. Returns
-/// how many graphs were marked. Blocking.
+/// Writes the markers of every contribution graph in a store that does not note them complete:
+/// a new store, or one `import` filled (exports leave the markers out: derived data, which an
+/// edited dump must not bring along). A store that has them costs one look-up. Returns how
+/// many graphs were marked. Blocking.
 pub fn rebuild(store: &Store) -> Result<usize> {
     let db = store.db();
-    if db.contains(&layout())? {
+    if db.contains(&complete())? {
         return Ok(0);
     }
-    let root = graphs::readable_root();
     let mut contributions = Vec::new();
-    let mut earlier = Vec::new();
     for g in db.named_graphs() {
         if let oxigraph::model::NamedOrBlankNode::NamedNode(g) = g? {
             if graphs::parse_contribution(g.as_str()).is_some() {
                 contributions.push(g);
-            } else if g.as_str().starts_with(root.as_str()) {
-                earlier.push(g);
             }
         }
     }
     // In slices, so a big store is not one huge transaction; a rebuild cut short is done
-    // again from the start at the next start (the layout quad comes last).
-    for chunk in earlier.chunks(100) {
-        store.write(|tx| {
-            for g in chunk {
-                tx.clear_graph(GraphName::NamedNode(g.clone()).as_ref())?;
-            }
-            Ok(())
-        })?;
-    }
+    // again at the next start (the note comes last, and writing a marker again changes
+    // nothing).
     for chunk in contributions.chunks(2_000) {
         store.write(|tx| {
             for g in chunk {
@@ -223,7 +205,7 @@ pub fn rebuild(store: &Store) -> Result<usize> {
         })?;
     }
     store.write(|tx| {
-        tx.insert(&layout());
+        tx.insert(&complete());
         Ok(())
     })?;
     // A big rebuild fills the memtables before the node serves: written out, and their memory
@@ -251,10 +233,10 @@ mod tests {
         out
     }
 
-    /// A store written before the markers existed gets them at start-up, as routing and
+    /// A store without the markers (an import) gets them at start-up, as routing and
     /// contributions would have written them; a second start changes nothing.
     #[test]
-    fn a_store_from_before_the_markers_gets_them_once() {
+    fn a_store_without_the_markers_gets_them_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let (publisher, agency, outsider) = (
@@ -312,13 +294,6 @@ mod tests {
                     org(partner),
                     sharing,
                 ));
-                // Markers of an earlier layout (graphs named by organisation key).
-                tx.insert(&Quad::new(
-                    elsewhere.clone(),
-                    dsn("readableIn"),
-                    dsn("AllScope"),
-                    GraphName::NamedNode(org("urn:dataspace-node:system:readable:agency")),
-                ));
                 Ok(())
             })
             .unwrap();
@@ -344,15 +319,6 @@ mod tests {
         expected.extend(scopes(&own, "SharedScope"));
         expected.sort();
         assert_eq!(marked(&store, partner), expected);
-        let stale = NamedNode::new_unchecked("urn:dataspace-node:system:readable:agency");
-        assert_eq!(
-            store
-                .db()
-                .quads_for_pattern(None, None, None, Some(stale.as_ref().into()))
-                .count(),
-            0,
-            "the earlier layout's markers are gone"
-        );
         assert_eq!(rebuild(&store).unwrap(), 0, "done once");
 
         // Afterwards the markers follow the circle: the agency leaves it.

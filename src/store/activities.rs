@@ -2,16 +2,12 @@
 //! them: the payload (the activity as received, with the generator and trust credential the
 //! node injected) is the one copy of each revision's description and of the node's
 //! attestation. Every look-up names the activity graph of the organisation whose revision it
-//! reads, so it finds nothing of another.
-//!
-//! Since 2026-11-26 the payload is on the log entry itself (`<entry> dsn:payload`); data dirs
-//! from before kept it on the activity node, which names the entry (`<activity> dsn:logEntry
-//! <entry>`) — read as a second try, so both layouts answer alike while
-//! `intake::activity_layout` rewrites them in the background.
+//! reads, so it finds nothing of another. The payload is on the log entry itself
+//! (`<entry> dsn:payload`).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use oxigraph::model::{NamedNode, NamedNodeRef, NamedOrBlankNodeRef, Quad, Term, TermRef};
+use oxigraph::model::{NamedNode, NamedNodeRef, NamedOrBlankNodeRef, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::Value;
 
@@ -34,79 +30,30 @@ pub fn of_entry_in(
     Ok(payload_of(source, graph, entry_id)?.and_then(|text| serde_json::from_str(&text).ok()))
 }
 
-/// The payload's text, in either layout.
+/// The payload's text: the `dsn:payload` literal on the log entry.
 fn payload_of(
     source: &impl QuadSource,
     graph: &NamedNode,
     entry_id: &str,
 ) -> Result<Option<String>> {
     let log = graphs::minted("activity-log", entry_id);
-    let on_entry = || -> Result<Option<String>> {
-        Ok(payloads(source, graph, log.as_ref().into())?
-            .into_iter()
-            .next())
-    };
-    if let Some(text) = on_entry()? {
-        return Ok(Some(text));
-    }
-    if let Some(text) = earlier_layout(source, graph, &log, entry_id)? {
-        return Ok(Some(text));
-    }
-    // Each look-up reads the store as it is then: the rewrite may have moved the payload onto
-    // the entry between the two above (layouts only ever go from the earlier to this one).
-    on_entry()
-}
-
-/// The payload on the activity node that names the entry: the layout before 2026-11-26.
-fn earlier_layout(
-    source: &impl QuadSource,
-    graph: &NamedNode,
-    log: &NamedNode,
-    entry_id: &str,
-) -> Result<Option<String>> {
-    let log_entry = dsn("logEntry");
-    for quad in source.matching(
-        None,
-        log_entry.as_ref(),
-        Some(log.as_ref().into()),
-        graph.as_ref(),
-    )? {
-        for text in payloads(source, graph, quad.subject.as_ref())? {
-            // An activity node the caller named twice (its own `id`) holds two payloads: the
-            // credential of each names the entry that applied it.
-            let credential = credential_in(&text);
-            if credential.is_some_and(|c| issued_for(&c, entry_id)) {
-                return Ok(Some(text));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// The `dsn:payload` literals of `subject` in `graph`.
-fn payloads(
-    source: &impl QuadSource,
-    graph: &NamedNode,
-    subject: NamedOrBlankNodeRef<'_>,
-) -> Result<Vec<String>> {
     let payload = dsn("payload");
     Ok(source
-        .matching(Some(subject), payload.as_ref(), None, graph.as_ref())?
+        .matching(log.as_ref().into(), payload.as_ref(), graph.as_ref())?
         .into_iter()
-        .filter_map(|q| match q.object {
+        .find_map(|q| match q.object {
             Term::Literal(l) => Some(l.value().to_owned()),
             _ => None,
-        })
-        .collect())
+        }))
 }
 
-/// Quads of one graph matching a pattern: the store as committed, or as a transaction sees it.
+/// A subject's quads of one predicate in one graph: the store as committed, or as a
+/// transaction sees it.
 pub trait QuadSource {
     fn matching(
         &self,
-        subject: Option<NamedOrBlankNodeRef<'_>>,
+        subject: NamedOrBlankNodeRef<'_>,
         predicate: NamedNodeRef<'_>,
-        object: Option<TermRef<'_>>,
         graph: NamedNodeRef<'_>,
     ) -> Result<Vec<Quad>>;
 }
@@ -117,13 +64,12 @@ macro_rules! quad_source {
         impl QuadSource for $source {
             fn matching(
                 &self,
-                subject: Option<NamedOrBlankNodeRef<'_>>,
+                subject: NamedOrBlankNodeRef<'_>,
                 predicate: NamedNodeRef<'_>,
-                object: Option<TermRef<'_>>,
                 graph: NamedNodeRef<'_>,
             ) -> Result<Vec<Quad>> {
                 Ok(self
-                    .quads_for_pattern(subject, Some(predicate), object, Some(graph.into()))
+                    .quads_for_pattern(Some(subject), Some(predicate), None, Some(graph.into()))
                     .collect::<std::result::Result<_, _>>()?)
             }
         }
@@ -134,8 +80,7 @@ quad_source!(oxigraph::store::Store);
 quad_source!(Transaction<'_>);
 
 /// The node's credential (attestation) of the activity log entry `entry_id` applied: the one
-/// in the activity's payload (until 2026-11-26 also a quad of its own, `dsn:trustCredential`,
-/// the same string). Blocking.
+/// in the activity's payload. Blocking.
 pub fn credential_of(store: &Store, graph: &NamedNode, entry_id: &str) -> Result<Option<String>> {
     Ok(payload_of(store.db(), graph, entry_id)?.and_then(|text| credential_in(&text)))
 }
@@ -149,10 +94,6 @@ fn credential_in(payload: &str) -> Option<String> {
         credential: Option<String>,
     }
     serde_json::from_str::<Credential>(payload).ok()?.credential
-}
-
-fn issued_for(credential: &str, entry_id: &str) -> bool {
-    claims(credential).is_some_and(|c| c.get("jti").and_then(Value::as_str) == Some(entry_id))
 }
 
 /// The claims of a compact JWS the node issued (read from its own store: already trusted).

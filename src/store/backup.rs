@@ -141,8 +141,8 @@ fn open_alone(path: &Path) -> Result<Store> {
 
 /// `dataspace-node compact`: a full compaction of the store (the node stopped). Deleted and
 /// overwritten keys take disk until RocksDB's compactions reach the last level, which on a
-/// store that has stopped growing may be never — after a large rewrite (the activity graphs'
-/// upgrade, for one) this returns that space. Returns the line to report.
+/// store that has stopped growing may be never; this returns that space. Returns the line to
+/// report.
 pub fn compact_command(data_dir: &Path) -> Result<String> {
     let path = store_path(data_dir);
     if !store_exists(&path) {

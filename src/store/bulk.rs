@@ -107,8 +107,7 @@ pub(super) fn note(graph: &NamedNode) -> Quad {
 }
 
 /// The note of the deferred subjects of one existing graph: on a node of its own, so that a
-/// node version from before these notes (whose clean-up empties every graph a note is about)
-/// finds nothing to empty.
+/// graph is the subject of a note only when it is new (and the clean-up empties it whole).
 fn note_subjects((graph, subjects): (&NamedNode, &BTreeSet<NamedNode>)) -> [Quad; 2] {
     let node = NamedNode::new_unchecked(format!(
         "urn:dataspace-node:bulk-note:{}",
@@ -321,8 +320,8 @@ mod tests {
             d.add_of_new_subject(of(12, 1, "urn:g:index"));
             write(store.db(), d, || ()).unwrap();
             assert!(store.db().contains(&quad("urn:g:lost", 2)).unwrap());
-            // A graph that existed is never a note's subject: an older node's clean-up empties
-            // the subject of every note.
+            // A graph that existed is never a note's subject: only a new graph's note is about
+            // the whole graph.
             let notes = store
                 .db()
                 .quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()))

@@ -4,7 +4,7 @@
 //! logs. No read path or caller query is ever given one of them: a caller's dataset is always
 //! built from an explicit list of contribution graphs, never from "all graphs".
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
+use oxigraph::model::NamedNode;
 
 const SYSTEM: &str = "urn:dataspace-node:system:";
 
@@ -69,7 +69,7 @@ pub fn notifications(org_did: &str) -> NamedNode {
 
 /// The key of an organisation in graph and node names: a hash of its whole DID. Two
 /// organisations of different nodes may share an id segment (`…:org:<id>`); their graphs must
-/// not (data dirs named by the segment are upgraded by `store::rekey`).
+/// not.
 pub fn org_key(org_did: &str) -> String {
     uid_key(org_did)
 }
@@ -96,23 +96,6 @@ pub fn layout_value(
         .next()
         .transpose()?
         .map(|q| q.object))
-}
-
-/// What says in the layout graph that an upgrade of the store ran: `dsn:<property> "<value>"`.
-pub struct LayoutMarker {
-    pub property: &'static str,
-    pub value: &'static str,
-}
-
-impl LayoutMarker {
-    pub fn quad(&self) -> Quad {
-        Quad::new(
-            layout(),
-            crate::vocab::dsn(self.property),
-            Literal::new_simple_literal(self.value),
-            GraphName::NamedNode(layout()),
-        )
-    }
 }
 
 /// One organisation's contribution to one consignment: the description (publisher) or the

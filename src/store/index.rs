@@ -218,7 +218,8 @@ mod tests {
         );
         let id = format!("aig:{real}");
         record(&store, real, (Some("G"), Some("I")), "2026-01-01T00:00:00Z");
-        // Stored before Creates were refused such ids, and newer.
+        // Another record holding the id as its ids, and newer (Creates and partners' records
+        // refuse such ids: the look-up does not rely on it).
         record(
             &store,
             squat,

@@ -18,7 +18,6 @@ pub mod memory;
 pub mod parts;
 pub mod queries;
 pub mod records;
-pub mod rekey;
 pub mod snapshot;
 pub mod wal;
 
@@ -117,12 +116,7 @@ impl Store {
         }
     }
 
-    /// Whether the upgrade `marker` stands for has run on this store. Blocking.
-    pub fn upgraded(&self, marker: &graphs::LayoutMarker) -> Result<bool> {
-        Ok(self.db.contains(&marker.quad())?)
-    }
-
-    /// One batch of an upgrade: `remove` and `insert` in one transaction. Blocking.
+    /// `remove` and `insert` in one transaction. Blocking.
     pub fn rewrite(&self, remove: &[Quad], insert: &[Quad]) -> Result<()> {
         if remove.is_empty() && insert.is_empty() {
             return Ok(());

@@ -31,11 +31,8 @@ pub struct PartRow {
     pub kind: Option<Kind>,
     /// The node's IRI (empty for a blank node).
     pub node: String,
-    /// The stored JSON: an event's payload, a document revision's facts, a system event, the
-    /// description (data dirs not yet upgraded).
+    /// The stored JSON: an event's payload, a document revision's facts, a system event.
     pub json: Option<String>,
-    /// A document's payload as sent.
-    pub payload: Option<String>,
     pub at: Option<String>,
     pub contributor: Option<String>,
     /// The log entry of the activity whose payload keeps the description.
@@ -133,7 +130,6 @@ fn summary(facts: &Facts<'_>) -> Result<Option<PartRow>> {
     Ok(Some(PartRow {
         kind: Some(Kind::Payload),
         node: iri(&facts.node),
-        json: facts.get("payload")?,
         at: Some(at),
         contributor: Some(publisher),
         entry: facts.get("logEntry")?,
@@ -156,13 +152,13 @@ fn event(facts: &Facts<'_>) -> Result<Option<PartRow>> {
 }
 
 /// A document's revision, unless a newer one superseded it (asked first: every earlier
-/// revision of a document is one, and its payload need not be read).
+/// revision of a document is one, and its facts need not be read).
 fn document(facts: &Facts<'_>) -> Result<Option<PartRow>> {
     if facts.has("supersededBy")? {
         return Ok(None);
     }
-    let (Some(payload), Some(contributor), Some(at)) = (
-        facts.get("payload")?,
+    let (Some(json), Some(contributor), Some(at)) = (
+        facts.get("documentJson")?,
         facts.get("contributor")?,
         facts.get("recorded")?,
     ) else {
@@ -171,8 +167,7 @@ fn document(facts: &Facts<'_>) -> Result<Option<PartRow>> {
     Ok(Some(PartRow {
         kind: Some(Kind::Document),
         node: iri(&facts.node),
-        json: facts.get("documentJson")?,
-        payload: Some(payload),
+        json: Some(json),
         at: Some(at),
         contributor: Some(contributor),
         ..PartRow::default()

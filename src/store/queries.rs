@@ -57,14 +57,11 @@ queries! {
     GrantRemains => "grant_remains",
     SharedRecords => "shared_records",
     NotificationNumbers => "notification_numbers",
-    LegacyGrants => "legacy_grants",
-    LegacyNotifications => "legacy_notifications",
     DocumentCurrent => "document_current",
     Attestation => "attestation",
     ConsignmentHistory => "consignment_history",
     RevisionAt => "revision_at",
     ConsignmentPartsAt => "consignment_parts_at",
-    LegacyRevisions => "legacy_revisions",
     NewestUpdate => "newest_update",
 }
 

@@ -12,7 +12,7 @@
 //! [`super::Store::open_read_only`] write nothing and leave it). After a crash there is no token
 //! (it was deleted at the start before); a file left from an earlier run, a copy restored from
 //! elsewhere or a torn file (checked by its SHA-256) does not match; in each case the node
-//! rebuilds the models from the store, as it always did, and logs it.
+//! rebuilds the models from the store, and logs it.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use super::graphs;
 use crate::error::Result;
 
-const MAGIC: &[u8] = b"dataspace-node models 1\n";
+const MAGIC: &[u8] = b"dataspace-node models 2\n";
 const FILE: &str = "models.snapshot";
 
 /// Where the store keeps the token: `<urn:dataspace-node:models> dsn:snapshotToken "…"` in the

@@ -133,7 +133,6 @@ mod tests {
                 id: format!("urn:dataspace-node:document:{aig}-{publisher}"),
                 at: at.into(),
                 json: Value::Null,
-                payload: None,
                 contributor: Some(publisher.into()),
                 partner: None,
             },

@@ -312,32 +312,9 @@ impl Views {
     }
 }
 
-/// A document part's revision: its recorded facts, or — for a document recorded before the
-/// node kept revisions — what its payload says (revision 0, its URL as an external link).
+/// A document part's revision: its recorded facts (`dsn:documentJson`).
 pub(super) fn revision_of(part: &Part) -> Revision {
-    if let Ok(r) = Revision::deserialize(&part.json) {
-        return r;
-    }
-    let payload = part.payload.as_ref().unwrap_or(&Value::Null);
-    let field = |k: &str| {
-        payload
-            .get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let uri = field("uRIId");
-    Revision {
-        document_id: field("identifier"),
-        document_type_code: field("documentTypeCode"),
-        date_created: part.at.clone(),
-        date_modified: part.at.clone(),
-        organization_identity: part.contributor.clone().unwrap_or_default(),
-        external_href: (uri.starts_with("http://") || uri.starts_with("https://"))
-            .then(|| uri.clone()),
-        content_key: uri,
-        ..Revision::default()
-    }
+    Revision::deserialize(&part.json).unwrap_or_default()
 }
 
 /// The same answer whether or not the document exists for someone else.
@@ -357,7 +334,6 @@ pub(super) fn document_part(row: &QuerySolution) -> Part {
         id: text(row, "node").unwrap_or_default(),
         at: text(row, "at").unwrap_or_default(),
         json: parse_json(&text(row, "json").unwrap_or_default()),
-        payload: text(row, "payload").map(|p| parse_json(&p)),
         contributor: text(row, "contributor"),
         partner: None,
     }

@@ -210,23 +210,18 @@ pub(super) struct Parts {
 impl Parts {
     /// One part read from `graph`.
     pub(super) fn take(&mut self, row: PartRow, graph: &NamedNode, visible: &Visible) {
-        let has_json = row.json.is_some();
         let json = parse_json(row.json.as_deref().unwrap_or_default());
         let at = row.at.unwrap_or_default();
         let (id, contributor) = (row.node, row.contributor);
         match row.kind {
-            Some(Kind::Payload) if *graph == visible.graph => match row.entry {
-                Some(entry) if !has_json => {
+            Some(Kind::Payload) if *graph == visible.graph => {
+                if let (Some(entry), Some(publisher)) = (row.entry, contributor) {
                     let entry = entry.rsplit(':').next().unwrap_or_default().to_owned();
-                    self.description = contributor.map(|publisher| (publisher, entry));
+                    self.description = Some((publisher, entry));
                 }
-                _ => self.payload = Some(json),
-            },
+            }
             Some(Kind::Event) => self.events.push(Part::new(id, at, json, contributor)),
-            Some(Kind::Document) => self.documents.push(Part {
-                payload: row.payload.map(|p| parse_json(&p)),
-                ..Part::new(id, at, json, contributor)
-            }),
+            Some(Kind::Document) => self.documents.push(Part::new(id, at, json, contributor)),
             Some(Kind::System) => self.system.push(Part::new(id, at, json, contributor)),
             _ => {}
         }
@@ -246,8 +241,6 @@ pub(super) struct Part {
     pub(super) at: String,
     /// The stored JSON: an event's payload, a document revision's facts, a system event.
     pub(super) json: Value,
-    /// A document's payload as sent (for documents recorded before revisions were kept).
-    pub(super) payload: Option<Value>,
     pub(super) contributor: Option<String>,
     /// A partner's document as its node rendered it (its links point there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -255,13 +248,12 @@ pub(super) struct Part {
 }
 
 impl Part {
-    /// A part read from this node's store (no partner rendering, no separate payload).
+    /// A part read from this node's store (no partner rendering).
     fn new(id: String, at: String, json: Value, contributor: Option<String>) -> Self {
         Self {
             id,
             at,
             json,
-            payload: None,
             contributor,
             partner: None,
         }
@@ -279,7 +271,6 @@ pub(super) struct Partner {
 fn part_row(row: &QuerySolution) -> PartRow {
     PartRow {
         kind: match text(row, "kind").as_deref() {
-            Some("payload") => Some(Kind::Payload),
             Some("event") => Some(Kind::Event),
             Some("document") => Some(Kind::Document),
             Some("system") => Some(Kind::System),
@@ -287,10 +278,9 @@ fn part_row(row: &QuerySolution) -> PartRow {
         },
         node: text(row, "node").unwrap_or_default(),
         json: text(row, "json"),
-        payload: text(row, "payload"),
         at: text(row, "at"),
         contributor: text(row, "contributor"),
-        entry: text(row, "entry"),
+        entry: None,
     }
 }
 

@@ -1,7 +1,6 @@
 //! A consignment's history: every revision newest first, point-in-time reads (`?at=`) of the
 //! view, its events, documents and linked-data forms, and the node's attestation of each
-//! revision checked with another JOSE implementation. (The upgrade of system events stored
-//! before they were revisions: `upgrade.rs`.)
+//! revision checked with another JOSE implementation.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -11,16 +10,16 @@ use serde_json::{json, Value};
 use crate::common::*;
 
 const PDF2: &[u8] = b"%PDF-1.4\n%the second revision\n%%EOF\n";
-pub const ARRIVAL_CODE: &str =
+const ARRIVAL_CODE: &str =
     "$.atArrivalTransportMovement.arrivalEvent[0].occurrenceLogisticsLocation.identifier['@value']";
 const MODE: &str = "$.atDepartureTransportMovement.transportModeCode";
 
-pub fn history(id: &str) -> String {
+fn history(id: &str) -> String {
     format!("{LIST}/{id}/history")
 }
 
 /// The example consignment arriving at `locode`, by `mode` (a UN/ECE transport mode code).
-pub fn consignment(org: &str, kind: &str, locode: &str, mode: &str) -> Value {
+fn consignment(org: &str, kind: &str, locode: &str, mode: &str) -> Value {
     let mut a = as_org(example("create-consignment"), org);
     a["type"] = json!(kind);
     a["object"]["atArrivalTransportMovement"]["arrivalEvent"][0]["occurrenceLogisticsLocation"]
@@ -72,7 +71,7 @@ fn mode_of(view: &Value) -> &str {
 /// A trader's consignment: created for Rotterdam by sea, updated to Mombasa by road (which
 /// routes it to the Kenyan agency), inspected by the agency, then an invoice in two revisions.
 /// Returns the log entry ids in order.
-pub async fn five_revisions(node: &TestNode, trader: &Session, agency: &Session) -> Vec<String> {
+async fn five_revisions(node: &TestNode, trader: &Session, agency: &Session) -> Vec<String> {
     let mut ids = Vec::new();
     let activities = [
         (trader, consignment(trader.org(), "Create", "NLRTM", "1")),

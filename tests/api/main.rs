@@ -3,7 +3,6 @@
 
 mod abuse;
 mod accounts;
-mod activity_layout;
 mod backups;
 mod common;
 mod concurrency;
@@ -31,6 +30,5 @@ mod shacl;
 mod sharing;
 mod sparql;
 mod startup;
-mod upgrade;
 mod vocabulary;
 mod webhooks;

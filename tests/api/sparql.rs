@@ -659,54 +659,6 @@ async fn the_markers_and_the_per_solution_check_always_agree() {
     agree(node.restart().await, true).await;
 }
 
-/// A marker no grant gives (what a node version from before the markers leaves behind when it
-/// revokes a grant on a data dir that had them) is dropped by `--rebuild-markers`.
-#[tokio::test]
-async fn rebuilding_the_markers_drops_those_no_grant_gives() {
-    let s = setup(Engine::Store).await;
-    let graphs = "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }";
-    let descriptions = "SELECT ?id WHERE { ?c a unece:Consignment ; unece:globalId ?id }";
-    let trader_graphs = rows(&s.node, &s.trader, graphs, &[("scope", "own")]).await;
-    let trader_graph = trader_graphs[0]["g"].as_str().unwrap().to_owned();
-    let outsider = &s.outsider;
-    let shared = [("scope", "shared")];
-    assert!(rows(&s.node, outsider, descriptions, &shared)
-        .await
-        .is_empty());
-
-    let (config, addr, dir) = s.node.halt().await;
-    {
-        let store = oxigraph::store::Store::open(dir.path().join("store")).unwrap();
-        let marks = dataspace_node::store::graphs::readable(outsider.org());
-        for scope in ["SharedScope", "AllScope"] {
-            store
-                .insert(&oxigraph::model::Quad::new(
-                    oxigraph::model::NamedNode::new(&trader_graph).unwrap(),
-                    dataspace_node::vocab::dsn("readableIn"),
-                    dataspace_node::vocab::dsn(scope),
-                    marks.clone(),
-                ))
-                .unwrap();
-        }
-    }
-    // Kept as they are at a start, markers are trusted: the stale one is what a broad
-    // query reads (this is why the option exists).
-    let node = TestNode::start_again((config, addr, dir)).await;
-    assert_eq!(rows(&node, outsider, descriptions, &shared).await.len(), 1);
-    let (mut config, addr, dir) = node.halt().await;
-    config.rebuild_markers = true;
-    let node = TestNode::start_again((config, addr, dir)).await;
-    assert!(rows(&node, outsider, descriptions, &shared)
-        .await
-        .is_empty());
-    // The trader's and the agency's reads are as before.
-    assert_eq!(
-        rows(&node, &s.trader, graphs, &[("scope", "own")]).await,
-        trader_graphs
-    );
-    assert_eq!(rows(&node, &s.agency, descriptions, &shared).await.len(), 1);
-}
-
 /// Calls that multiply their arguments: each checked against the value limit wherever it
 /// stands, their multipliers bounded before evaluation.
 #[tokio::test]

@@ -2,10 +2,9 @@
 //! with the generator and the trust credential the node injects, on the activity's log entry
 //! (`urn:dataspace-node:activity-log:<id>`, whose type and JSON `entries` writes). Every
 //! read finds an activity through its log entry — the summary and each revision name it — and
-//! reads the payload or the credential in it; the activity's other triples (actor, object,
-//! target), its type, the generator, the hash, the consignment and the credential were quads
-//! of their own until 2026-11-26 (`store::activities` still reads data dirs written so), and
-//! nothing read them but the credential, which the payload holds as well.
+//! reads the payload or the credential in it. The activity's other triples (actor, object,
+//! target), its type, the generator, the hash and the consignment are not kept: no read takes
+//! them, and the credential in the payload names the actor, the hash and the consignment.
 
 use serde_json::{json, Value};
 

@@ -41,13 +41,12 @@ impl Apply<'_> {
                 ))));
             }
         }
-        // An id of the aig form only as the record already has it (stored by an earlier
-        // version), never taken anew: it names only the record minted for it.
-        for (path, key, stored) in [
-            ("object.globalId", &global_id, &old.global_id),
-            ("object.identifier", &identifier, &old.identifier),
+        // An id of the aig form is never taken: it names only the record minted for it.
+        for (path, key) in [
+            ("object.globalId", &global_id),
+            ("object.identifier", &identifier),
         ] {
-            if graphs::is_aig_id(key) && key != stored {
+            if graphs::is_aig_id(key) {
                 let failure = super::super::checks::not_an_aig_id(path, format!("{key:?}"));
                 return Ok(Err(TaskError::validation(&[failure])));
             }
@@ -55,14 +54,11 @@ impl Apply<'_> {
         let created = self.created_of(tx, &old)?;
         let now = self.now.to_owned();
         let replaced = replaced(tx, &old)?;
-        let (old_facts, old_description) = stored_facts(&replaced, &old);
-        let old_payload = match old_description {
-            Stored::Json(payload) => Some(payload),
-            Stored::Entry(entry) => {
-                activities::of_entry_in(&*tx, &graphs::activities(self.org()), &entry)?
-                    .and_then(|activity| activity.get("object").cloned())
-            }
-            Stored::None => None,
+        let (old_facts, old_entry) = stored_facts(&replaced, &old);
+        let old_payload = match old_entry {
+            Some(entry) => activities::of_entry_in(&*tx, &graphs::activities(self.org()), &entry)?
+                .and_then(|activity| activity.get("object").cloned()),
+            None => None,
         };
         let new_payload = Value::Object(self.activity.object().clone());
         let changed = changes::paths(old_payload.as_ref(), &new_payload);
@@ -103,39 +99,25 @@ impl Apply<'_> {
     }
 }
 
-/// Where the stored summary keeps the description's JSON.
-enum Stored {
-    /// The log entry of the revision's activity, whose payload holds it.
-    Entry(String),
-    /// The JSON itself (data dirs from before it was kept once, not yet upgraded).
-    Json(Value),
-    None,
-}
-
-/// The routing facts and where the description's JSON is, as the stored summary has them, from
-/// the quads the update replaces (which hold the summary node's).
-fn stored_facts(replaced: &[Quad], record: &Record) -> (Facts, Stored) {
+/// The routing facts and the log entry of the revision whose activity's payload keeps the
+/// description's JSON, as the stored summary has them, from the quads the update replaces
+/// (which hold the summary node's).
+fn stored_facts(replaced: &[Quad], record: &Record) -> (Facts, Option<String>) {
     let mut facts = Facts::default();
-    let mut description = Stored::None;
+    let mut entry_id = None;
     let summary: NamedOrBlankNode = graphs::summary(&record.aig_hex).into();
     let log_entry = dsn("logEntry");
     for q in replaced.iter().filter(|q| q.subject == summary) {
         let value = match &q.object {
             Term::NamedNode(entry) if q.predicate == log_entry => {
                 let id = entry.as_str().rsplit(':').next().unwrap_or_default();
-                description = Stored::Entry(id.to_owned());
+                entry_id = Some(id.to_owned());
                 continue;
             }
             Term::Literal(value) => value,
             _ => continue,
         };
         let slot = match q.predicate.as_str().strip_prefix(crate::vocab::DSN) {
-            Some("payload") => {
-                if let Ok(json) = serde_json::from_str(value.value()) {
-                    description = Stored::Json(json);
-                }
-                continue;
-            }
             Some("portOfEntryCode") => &mut facts.entry,
             Some("portOfExitCode") => &mut facts.exit,
             Some("portOfEntryCountry") => &mut facts.entry_country,
@@ -144,7 +126,7 @@ fn stored_facts(replaced: &[Quad], record: &Record) -> (Facts, Stored) {
         };
         *slot = Some(value.value().to_owned());
     }
-    (facts, description)
+    (facts, entry_id)
 }
 
 /// A consignment's description (everything reachable from the consignment node in its graph,
