@@ -58,7 +58,8 @@ pub fn take(store: &Store, data_dir: &Path, backup_dir: &Path) -> Result<Manifes
     fs::create_dir_all(backup_dir).map_err(io(format!("--backup-dir {}", backup_dir.display())))?;
     let partial = backup_dir.join(format!(".{name}.partial"));
     let created_text = created.to_rfc3339();
-    let result = in_background(|| fill(store, data_dir, &partial, &name, &created_text));
+    // Reading and hashing the whole store is background work: the writers beside it come first.
+    let result = crate::background::run(|| fill(store, data_dir, &partial, &name, &created_text));
     match result {
         Ok(manifest) => {
             fs::rename(&partial, &done).map_err(io(done.display()))?;
@@ -71,28 +72,6 @@ pub fn take(store: &Store, data_dir: &Path, backup_dir: &Path) -> Result<Manifes
             Err(e)
         }
     }
-}
-
-/// Runs `work` on a thread of its own at a lower CPU priority (nice 10): a backup reads and
-/// hashes the whole store, seconds of a core at 100,000 consignments, and the writers it
-/// runs beside come first (a thread's niceness cannot be raised back without privileges,
-/// hence a thread of its own rather than the blocking pool's).
-fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        let thread = s.spawn(|| {
-            #[cfg(target_os = "linux")]
-            // SAFETY: plain system calls on the calling thread, no memory passed.
-            unsafe {
-                // On Linux, PRIO_PROCESS with a thread id sets that thread's niceness only.
-                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-            }
-            work()
-        });
-        thread
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
 }
 
 fn fill(store: &Store, data_dir: &Path, to: &Path, name: &str, created: &str) -> Result<Manifest> {

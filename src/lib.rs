@@ -29,12 +29,14 @@
 //! - [`vocab`]: the node's namespace and its published vocabulary (`vocab/`, `GET /ns`).
 //! - [`node`]: the shared state wiring these together; [`run`] serves it.
 //! - [`load`]: `dataspace-node load`, an organisation's history onboarded in batches.
+//! - [`background`]: threads at a lower CPU priority for a backup's hashing and webhook deliveries.
 //! - [`fd_limit`]: the file descriptor limit raised at start-up, connections capped within it.
 //! - [`fair`]: the blocking work shared out fairly between organisations; inbox work in flight
 //!   capped per organisation.
 
 pub mod accounts;
 pub mod auth;
+pub mod background;
 pub mod backups;
 pub mod capped;
 pub mod config;
@@ -116,11 +118,13 @@ pub async fn run(
     }));
     let hooks = {
         let (webhooks, closing) = (node.webhooks.clone(), node.closing.subscribe());
-        tokio::spawn(async move {
+        // Deliveries yield the CPU to callers: a hundred subscriptions make a hundred
+        // requests of each change.
+        background::spawn("webhooks", async move {
             if let Err(e) = webhooks.deliver(closing).await {
                 tracing::error!(error = %e, "webhook delivery stopped");
             }
-        })
+        })?
     };
     let replicating = node.replica.clone().map(|replica| {
         let closing = node.closing.subscribe();
