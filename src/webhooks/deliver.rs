@@ -150,7 +150,8 @@ impl Webhooks {
         let mut attempts: JoinSet<(String, Outcome)> = JoinSet::new();
         tokio::spawn(self.clone().record_delivered(closing.clone()));
         loop {
-            if *closing.borrow() {
+            // Closing, or the node gone (its sender dropped: a test's node, never shut down).
+            if *closing.borrow() || closing.has_changed().is_err() {
                 attempts.abort_all();
                 let this = self.clone();
                 // What was delivered since the last batch; anything lost is sent again.
@@ -465,5 +466,39 @@ impl Webhooks {
             Some(asked) => asked.min(MAX_BACKOFF).max(wait),
             None => wait,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::{Settings, Webhooks};
+    use crate::store::Store;
+
+    /// The delivery task ends when the node's closing sender is gone without a signal (a
+    /// node dropped, never shut down), instead of waking on the closed channel forever.
+    #[tokio::test]
+    async fn delivery_ends_when_the_node_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let settings = Settings {
+            retry_base: Duration::from_secs(5),
+            max_failures: 3,
+            timeout: Duration::from_secs(15),
+            keep_delivered: Duration::from_secs(86_400),
+        };
+        let hooks = Arc::new(Webhooks::open(store, &[], settings, &[7; 32]).unwrap());
+        let (closing, closed) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(hooks.deliver(closed));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(closing);
+        // Generous: the task ends at its next turn; a spinning one never does.
+        tokio::time::timeout(Duration::from_secs(60), task)
+            .await
+            .expect("the delivery task ended")
+            .unwrap()
+            .unwrap();
     }
 }
