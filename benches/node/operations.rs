@@ -61,7 +61,11 @@ async fn metrics_cost(args: &Args, dir: &Path, table: &mut Table) {
             scrapes.extend(took);
         }
         child.stop();
-        eprintln!("metrics {}: Create p50 {:.3} ms", if on { "on" } else { "off" }, run.p50);
+        eprintln!(
+            "metrics {}: Create p50 {:.3} ms",
+            if on { "on" } else { "off" },
+            run.p50
+        );
         p50[usize::from(on)].push(run.p50);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
@@ -79,11 +83,7 @@ async fn metrics_cost(args: &Args, dir: &Path, table: &mut Table) {
     }
     let per_create_us = t.elapsed().as_secs_f64() * 1e6 / f64::from(calls);
     scrapes.sort();
-    table.add(
-        "/metrics: one scrape, p50",
-        percentile(&scrapes, 0.5),
-        "ms",
-    );
+    table.add("/metrics: one scrape, p50", percentile(&scrapes, 0.5), "ms");
     table.add(
         "/metrics: counting one Create (request and activity)",
         per_create_us,
