@@ -627,6 +627,18 @@ async fn the_delivery_log_keeps_delivered_deliveries_for_the_days_configured() {
         .await;
     receiver.wait_for(1).await;
     let log = format!("{SUBSCRIPTIONS}/{id}/deliveries");
+    // The receiver counts the request before the node has its answer, and the node records
+    // successes in batches: wait until the log shows it delivered (a restart in between would
+    // rightly send it again, at least once).
+    let waiting = std::time::Instant::now();
+    loop {
+        let listed = json_body(call(&node, &trader, Method::GET, &log, None).await).await;
+        if !listed["entities"][0]["deliveredAt"].is_null() {
+            break;
+        }
+        assert!(waiting.elapsed() < Duration::from_secs(120), "{listed:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // Kept while the node runs with the default 30 days, and across a restart.
     let node = node.restart().await;
     let trader = trader.logged_in_again(&node).await;
