@@ -109,6 +109,12 @@ pub struct Args {
     /// Seconds of Creates measured before the backup starts (the backup's baseline window).
     #[arg(long, default_value_t = 15)]
     pub backup_idle_secs: u64,
+    /// Niceness of the load the benchmark makes on behalf of other machines — the flooding
+    /// clients of the fairness section, the webhook receiver — so that, on the node's own
+    /// cores, it takes what the node leaves, as it would on machines of its own (0: the same
+    /// priority as the node).
+    #[arg(long, default_value_t = 0)]
+    pub others_nice: i32,
     /// Where the figures are written as JSON (to compare runs).
     #[arg(long, default_value = "bench-results.json")]
     pub json: std::path::PathBuf,

@@ -129,7 +129,7 @@ pub async fn phase(args: &Args, dir: &Path, table: &mut Table, started: Instant)
             .build()
             .unwrap();
         crate::node::wait_healthy(&http, &base).await;
-        let flood = measure(&http, &base, args.reads, clients).await;
+        let flood = measure(&http, &base, args.reads, clients, args.others_nice).await;
         child.stop();
         figures(&flood, &label, table);
     }
@@ -159,7 +159,7 @@ fn figures(f: &Flood, label: &str, table: &mut Table) {
 }
 
 /// Two new organisations: the other's figures idle, then during the flood.
-async fn measure(http: &reqwest::Client, base: &str, n: usize, clients: usize) -> Flood {
+async fn measure(http: &reqwest::Client, base: &str, n: usize, clients: usize, nice: i32) -> Flood {
     let mut flooding = organisation(http, base, "flood").await;
     // The flood is other clients: on a runtime and connection pool of its own, so that the
     // measured requests never queue behind its tasks in this process.
@@ -168,11 +168,7 @@ async fn measure(http: &reqwest::Client, base: &str, n: usize, clients: usize) -
         .build()
         .unwrap();
     let flooding = Arc::new(flooding);
-    let flood_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let flood_rt = crate::others_runtime(nice);
     let other = organisation(http, base, "other").await;
     let global_id = format!("urn:uuid:{}", uuid::Uuid::new_v4());
     other.create_with_id(0, &global_id).await;

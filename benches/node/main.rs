@@ -34,6 +34,25 @@ use node::{Loaded, OPERATOR_KEY, STATE_FILE};
 use report::{Measured, Table};
 
 /// Progress on stderr, after the seconds since the start.
+/// A runtime of one worker thread for load made on behalf of other machines, its threads at
+/// niceness `nice` (`--others-nice`).
+pub fn others_runtime(nice: i32) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .on_thread_start(move || {
+            if nice > 0 {
+                // SAFETY: plain system calls on the calling thread, no memory passed.
+                unsafe {
+                    let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                    libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+                }
+            }
+        })
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 pub fn progress(started: Instant, what: &str) {
     eprintln!("[{:>6.1} s] {what}", started.elapsed().as_secs_f64());
 }

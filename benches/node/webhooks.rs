@@ -31,14 +31,20 @@ async fn arrived(State(seen): State<Arrivals>, body: Bytes) -> &'static str {
     "ok"
 }
 
-async fn receiver() -> (String, Arrivals) {
+/// The receiver, on a runtime of its own (`--others-nice`), kept for the process's life.
+fn receiver(nice: i32) -> (String, Arrivals) {
     let seen = Arrivals::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let app = Router::new()
         .route("/hook", post(arrived))
         .with_state(seen.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let rt: &'static tokio::runtime::Runtime = Box::leak(Box::new(crate::others_runtime(nice)));
+    rt.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        axum::serve(listener, app).await.unwrap()
+    });
     (url, seen)
 }
 
@@ -93,7 +99,7 @@ pub async fn phase(args: &Args, table: &mut Table, started: Instant) {
         token: text("token"),
         org: text("organizationId"),
     });
-    let (url, seen) = receiver().await;
+    let (url, seen) = receiver(args.others_nice);
     let create_p50 = |label: &'static str| {
         let c = c.clone();
         async move {
