@@ -282,14 +282,8 @@ impl Webhooks {
             body["data"]["object"] = object;
             d.body = body.to_string();
         }
-        let (s, p, g) = queue::pattern(&d.id);
         self.store.write(|tx| {
-            let stored = queue::read(tx.quads_for_pattern(
-                Some(s.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref().into()),
-            ))?;
+            let stored = queue::stored_in(tx, &d.id)?;
             if let Some((old, _)) = stored {
                 tx.remove(&old);
                 tx.insert(&d.quads()[0]);
@@ -360,13 +354,7 @@ impl Webhooks {
         }
         self.store.write(|tx| {
             for (id, status, at) in &done {
-                let (s, p, g) = queue::pattern(id);
-                let stored = queue::read(tx.quads_for_pattern(
-                    Some(s.as_ref().into()),
-                    Some(p.as_ref()),
-                    None,
-                    Some(g.as_ref().into()),
-                ))?;
+                let stored = queue::stored_in(tx, id)?;
                 let Some((old, mut d)) = stored else { continue };
                 d.attempts += 1;
                 d.last_status = Some(*status);
@@ -387,13 +375,7 @@ impl Webhooks {
 
     /// The stored delivery `id`. Blocking.
     pub fn delivery(&self, id: &str) -> Result<Option<Delivery>> {
-        let (s, p, g) = queue::pattern(id);
-        let found = queue::read(self.store.db().quads_for_pattern(
-            Some(s.as_ref().into()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        ))?;
+        let found = queue::stored_now(self.store.db(), id)?;
         Ok(found.map(|(_, d)| d))
     }
 
@@ -402,14 +384,7 @@ impl Webhooks {
     /// failures in a row. Blocking.
     fn record(&self, sub: &str, id: &str, answer: Answer) -> Result<Outcome> {
         let (outcome, _) = self.store.commit(|tx, events| {
-            let (s, p, g) = queue::pattern(id);
-            let Some((old, mut d)) = queue::read(tx.quads_for_pattern(
-                Some(s.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref().into()),
-            ))?
-            else {
+            let Some((old, mut d)) = queue::stored_in(tx, id)? else {
                 return Ok(Outcome::Done);
             };
             let Some((old_sub, mut subscription)) = stored(tx, sub)? else {

@@ -15,7 +15,7 @@ use crate::vocab::dsn;
 
 /// Every delivery of subscription `id` as stored, with its quad, oldest first. Blocking.
 fn deliveries_of(store: &Store, id: &str) -> Result<Vec<(Quad, Delivery)>> {
-    let (of, p, g) = (dsn("deliveryOf"), dsn("delivery"), queue::graph());
+    let (of, g) = (dsn("deliveryOf"), queue::graph());
     let mut out = Vec::new();
     for q in store.db().quads_for_pattern(
         None,
@@ -24,13 +24,7 @@ fn deliveries_of(store: &Store, id: &str) -> Result<Vec<(Quad, Delivery)>> {
         Some(g.as_ref().into()),
     ) {
         let node: NamedOrBlankNode = q?.subject;
-        let stored = queue::read(store.db().quads_for_pattern(
-            Some(node.as_ref()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        ))?;
-        out.extend(stored);
+        out.extend(queue::stored_at(store.db(), node.as_ref())?);
     }
     out.sort_by_key(|(_, d)| d.seq);
     Ok(out)
@@ -133,13 +127,7 @@ impl Webhooks {
             let mut again = Vec::new();
             for (old, mut d) in picked {
                 // Changed since it was read (an attempt recorded meanwhile): the stored one.
-                let (s, p, g) = queue::pattern(&d.id);
-                let current = queue::read(tx.quads_for_pattern(
-                    Some(s.as_ref().into()),
-                    Some(p.as_ref()),
-                    None,
-                    Some(g.as_ref().into()),
-                ))?;
+                let current = queue::stored_in(tx, &d.id)?;
                 let Some((stored, current)) = current else {
                     continue;
                 };

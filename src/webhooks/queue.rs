@@ -4,7 +4,7 @@
 //! and contributors as this very write leaves them — so a grant revoked in an earlier commit
 //! stops every later event, and a grant given by this write already counts.
 
-use oxigraph::model::{Literal, NamedNode, Quad, Term};
+use oxigraph::model::{Literal, NamedNode, NamedOrBlankNodeRef, Quad, Term};
 use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -98,8 +98,8 @@ impl Delivery {
     }
 }
 
-/// Delivery `id` as stored (read in a transaction or the store's snapshot).
-pub fn read(
+/// The first delivery among `quads` (a delivery node's `dsn:delivery` facts).
+fn first(
     quads: impl Iterator<Item = std::result::Result<Quad, oxigraph::store::StorageError>>,
 ) -> Result<Option<(Quad, Delivery)>> {
     for q in quads {
@@ -113,8 +113,29 @@ pub fn read(
     Ok(None)
 }
 
-pub fn pattern(id: &str) -> (NamedNode, NamedNode, NamedNode) {
-    (delivery_node(id), dsn("delivery"), graph())
+/// Delivery `id` as the transaction has it, with its quad.
+pub fn stored_in(tx: &Transaction<'_>, id: &str) -> Result<Option<(Quad, Delivery)>> {
+    let (node, p, g) = (delivery_node(id), dsn("delivery"), graph());
+    first(tx.quads_for_pattern(
+        Some(node.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(g.as_ref().into()),
+    ))
+}
+
+/// Delivery `id` as the store's latest commit has it, with its quad.
+pub fn stored_now(db: &oxigraph::store::Store, id: &str) -> Result<Option<(Quad, Delivery)>> {
+    stored_at(db, delivery_node(id).as_ref().into())
+}
+
+/// The delivery of node `node` as the store's latest commit has it, with its quad.
+pub fn stored_at(
+    db: &oxigraph::store::Store,
+    node: NamedOrBlankNodeRef<'_>,
+) -> Result<Option<(Quad, Delivery)>> {
+    let (p, g) = (dsn("delivery"), graph());
+    first(db.quads_for_pattern(Some(node), Some(p.as_ref()), None, Some(g.as_ref().into())))
 }
 
 /// A consignment's ids and the organisations that read it, as the transaction has them.
