@@ -169,11 +169,10 @@ impl Client {
         self.post(&activity).await
     }
 
-    async fn post(&self, activity: &Value) -> Sample {
-        let body = serde_json::to_vec(activity).unwrap();
-        let t = Instant::now();
-        let r = self
-            .http
+    /// An activity's JSON `body` posted to the inbox as this client: the answer, whatever its
+    /// status.
+    pub async fn send(&self, body: Vec<u8>) -> reqwest::Response {
+        self.http
             .post(&self.url)
             .header("x-api-key", &self.key)
             .bearer_auth(&self.token)
@@ -181,7 +180,13 @@ impl Client {
             .body(body)
             .send()
             .await
-            .expect("request");
+            .expect("request")
+    }
+
+    async fn post(&self, activity: &Value) -> Sample {
+        let body = serde_json::to_vec(activity).unwrap();
+        let t = Instant::now();
+        let r = self.send(body).await;
         let status = r.status();
         let stages = stages(r.headers().get("server-timing"));
         let entry: Value = r.json().await.expect("entry");

@@ -159,10 +159,15 @@ pub const STATE_FILE: &str = "bench-state.json";
 
 /// A session token for a kept organisation (the cookie `POST /authentication/login` sets).
 pub async fn log_in(http: &reqwest::Client, base: &str, loaded: &Loaded) -> String {
+    log_in_as(http, base, &loaded.api_key, &loaded.email).await
+}
+
+/// A session token for the user `email` of the key holder `api_key` (the benchmark's password).
+pub async fn log_in_as(http: &reqwest::Client, base: &str, api_key: &str, email: &str) -> String {
     let r = http
         .post(format!("{base}/authentication/login"))
-        .header("x-api-key", &loaded.api_key)
-        .json(&json!({"email": loaded.email, "password": "bench password"}))
+        .header("x-api-key", api_key)
+        .json(&json!({"email": email, "password": "bench password"}))
         .send()
         .await
         .unwrap();

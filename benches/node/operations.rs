@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::cli::Args;
 use crate::client::Client;
 use crate::flood::organisation;
-use crate::node::{create_account, log_in, spawn_with, wait_healthy, Loaded, OPERATOR_KEY};
+use crate::node::{create_account, log_in_as, spawn_with, wait_healthy, OPERATOR_KEY};
 use crate::progress;
 use crate::report::Table;
 use crate::stats::{percentile, sequentially};
@@ -128,14 +128,7 @@ async fn operator_session(base: &str) -> String {
     let http = reqwest::Client::new();
     let email = format!("operator-{}@bench.example", uuid::Uuid::new_v4().simple());
     create_account(&http, base, OPERATOR_KEY, &email).await;
-    let operator = Loaded {
-        api_key: OPERATOR_KEY.into(),
-        email,
-        organization: String::new(),
-        consignments: 0,
-        written: 0,
-    };
-    log_in(&http, base, &operator).await
+    log_in_as(&http, base, OPERATOR_KEY, &email).await
 }
 
 /// Each Create's start and latency.
