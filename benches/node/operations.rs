@@ -131,6 +131,21 @@ async fn operator_session(base: &str) -> String {
     log_in_as(&http, base, OPERATOR_KEY, &email).await
 }
 
+/// `POST /operations/backups` as the operator: how long it took, and the backup's summary.
+async fn take_backup(base: &str, session: &str) -> (Duration, serde_json::Value) {
+    let began = Instant::now();
+    let r = reqwest::Client::new()
+        .post(format!("{base}/operations/backups"))
+        .header("x-api-key", OPERATOR_KEY)
+        .bearer_auth(session)
+        .send()
+        .await
+        .unwrap();
+    let took = began.elapsed();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    (took, r.json().await.unwrap())
+}
+
 /// Each Create's start and latency.
 type Timeline = Arc<Mutex<Vec<(Instant, Duration)>>>;
 
@@ -164,32 +179,14 @@ async fn backup_under_load(args: &Args, dir: &Path, table: &mut Table) {
     tokio::time::sleep(Duration::from_secs(2 + args.backup_idle_secs)).await;
     let session = operator_session(&base).await;
     let began = Instant::now();
-    let r = reqwest::Client::new()
-        .post(format!("{base}/operations/backups"))
-        .header("x-api-key", OPERATOR_KEY)
-        .bearer_auth(session)
-        .send()
-        .await
-        .unwrap();
-    let took = began.elapsed();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let manifest: serde_json::Value = r.json().await.unwrap();
+    let (took, manifest) = take_backup(&base, &session).await;
     let ended = Instant::now();
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.await.unwrap();
     }
     // Again with nothing else running: what a backup takes on an idle node.
-    let began_idle = Instant::now();
-    let r = reqwest::Client::new()
-        .post(format!("{base}/operations/backups"))
-        .header("x-api-key", OPERATOR_KEY)
-        .bearer_auth(operator_session(&base).await)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let took_idle = began_idle.elapsed();
+    let (took_idle, _) = take_backup(&base, &session).await;
     child.stop();
     let window = |from: Instant, to: Instant| {
         let mut lat: Vec<Duration> = timeline
