@@ -153,9 +153,11 @@ impl Webhooks {
 
     /// The subscriptions as of the last commit (the writes' journal reads them under the
     /// writer lock, so in commit order).
-    pub fn all(&self) -> Vec<Subscription> {
+    /// The subscriptions `keep` picks, cloned (the others are not: every commit asks for the
+    /// enabled ones).
+    pub fn matching(&self, keep: impl Fn(&Subscription) -> bool) -> Vec<Subscription> {
         let map = self.subscriptions.read().unwrap_or_else(|p| p.into_inner());
-        map.values().cloned().collect()
+        map.values().filter(|s| keep(s)).cloned().collect()
     }
 
     pub fn subscription(&self, id: &str) -> Option<Subscription> {
@@ -193,7 +195,10 @@ impl Webhooks {
         };
         self.store.commit(|tx, events| {
             // Counted under the writer lock: concurrent creations cannot pass the limit.
-            let held = self.all().iter().filter(|h| h.organization == org).count();
+            let held = {
+                let map = self.subscriptions.read().unwrap_or_else(|p| p.into_inner());
+                map.values().filter(|h| h.organization == org).count()
+            };
             if held >= MAX_PER_ORGANIZATION {
                 return Err(Error::Conflict(format!(
                     "an organisation may hold at most {MAX_PER_ORGANIZATION} subscriptions"
@@ -220,9 +225,8 @@ impl Webhooks {
             None => None,
         };
         let mut mine: Vec<Subscription> = self
-            .all()
+            .matching(|s| s.organization == org)
             .into_iter()
-            .filter(|s| s.organization == org)
             .filter(|s| {
                 before
                     .as_ref()

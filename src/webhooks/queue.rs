@@ -264,8 +264,7 @@ fn data(readers: &Readers, cause: Option<&Change>) -> Value {
 
 impl Journal for Webhooks {
     fn record(&self, tx: &mut Transaction<'_>, events: &mut Events) -> Result<()> {
-        let subscriptions: Vec<Subscription> =
-            self.all().into_iter().filter(|s| s.enabled()).collect();
+        let subscriptions: Vec<Subscription> = self.matching(Subscription::enabled);
         if subscriptions.is_empty() {
             return Ok(());
         }
