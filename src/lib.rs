@@ -12,7 +12,7 @@
 //! - [`intake`]: inbox activities → JSON-LD expansion → shapes → ports → store transaction.
 //! - [`documents`]: a document's bytes (`data:` or allow-listed fetch) → blob store →
 //!   attestation; signed download links.
-//! - [`accounts`]: organisations, users and API key hashes in the system accounts graph.
+//! - [`accounts`]: organisations, users, named API keys, session standing and the audit log.
 //! - [`sharing`]: ODRL policies → routing by ports → grants (circles) → notifications.
 //! - [`views`]: scoped reads — SPARQL from `queries/*.rq` → summaries, merged views, events,
 //!   documents.
@@ -139,9 +139,16 @@ pub async fn run(
                 _ = tick.tick() => {}
                 _ = closed.changed() => return,
             }
-            let store = flushing.store.clone();
-            // A flush writes the memtables out as files: disk work, off the async threads.
-            match tokio::task::spawn_blocking(move || store.flush_if_due()).await {
+            let (store, accounts) = (flushing.store.clone(), flushing.accounts.clone());
+            // A flush writes the memtables out as files: disk work, off the async threads. The
+            // keys' last uses (to the minute) are stored here too, never by a request.
+            let work = move || {
+                if let Err(e) = accounts.save_last_used() {
+                    tracing::error!(error = %e, "storing the API keys' last use failed");
+                }
+                store.flush_if_due()
+            };
+            match tokio::task::spawn_blocking(work).await {
                 Ok(Err(e)) => tracing::error!(error = %e, "store flush failed"),
                 Err(e) => tracing::error!(error = %e, "store flush task failed"),
                 Ok(Ok(_)) => {}
@@ -214,12 +221,7 @@ fn scheduled_backups(node: &Arc<Node>) {
 /// revision — the view for a consignment's creation, update or share, the event or the
 /// DocumentAttachment for an Add. `None` when the subscriber cannot read it (any more).
 fn full_object(node: &Node, full: &webhooks::FullRef) -> Option<serde_json::Value> {
-    let caller = auth::Caller {
-        user: String::new(),
-        organization: full.organization.clone(),
-        operator: false,
-        expiry_ms: i64::MAX,
-    };
+    let caller = auth::Caller::acting_for(String::new(), full.organization.clone());
     let at = chrono::DateTime::parse_from_rfc3339(&full.at).ok()?;
     let read = node
         .views

@@ -115,12 +115,7 @@ async fn caller(node: &Arc<Node>, args: &LoadArgs) -> Result<Caller> {
                 }
             },
         };
-        Ok(Caller {
-            user,
-            organization: org,
-            operator: false,
-            expiry_ms: i64::MAX,
-        })
+        Ok(Caller::acting_for(user, org))
     })
     .await?
 }

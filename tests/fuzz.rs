@@ -71,12 +71,7 @@ struct Harness {
 }
 
 fn caller(org: &str) -> Caller {
-    Caller {
-        user: format!("{org}:user:fuzz"),
-        organization: org.to_owned(),
-        operator: false,
-        expiry_ms: i64::MAX,
-    }
+    Caller::acting_for(format!("{org}:user:fuzz"), org.to_owned())
 }
 
 fn is_client_error(e: &Error) -> bool {
@@ -151,15 +146,24 @@ impl Harness {
             .unwrap()
             .organization;
         node.sharing
-            .create_policy(&json!({
-                "@context": "http://www.w3.org/ns/odrl.jsonld",
-                "@type": "Set",
-                "permission": [{
-                    "action": "read", "assignee": agency, "target": node.sharing.target(),
-                    "constraint": [{"leftOperand": "portOfEntryCountry", "operator": "eq",
-                                    "rightOperand": "KE"}]
-                }]
-            }))
+            .create_policy(
+                &json!({
+                    "@context": "http://www.w3.org/ns/odrl.jsonld",
+                    "@type": "Set",
+                    "permission": [{
+                        "action": "read", "assignee": agency, "target": node.sharing.target(),
+                        "constraint": [{"leftOperand": "portOfEntryCountry", "operator": "eq",
+                                        "rightOperand": "KE"}]
+                    }]
+                }),
+                dataspace_node::accounts::audit::Audited {
+                    log: &node.accounts.audit,
+                    actor: &dataspace_node::accounts::audit::Actor {
+                        user: "fuzz".into(),
+                        organization: "fuzz".into(),
+                    },
+                },
+            )
             .unwrap();
         let h = Self {
             node,

@@ -143,6 +143,24 @@ pub async fn create_account(
         .unwrap()
 }
 
+/// A session of the node's operator account, created on first use (a kept data dir has it).
+pub async fn operator_session(http: &reqwest::Client, base: &str) -> String {
+    const EMAIL: &str = "operator@bench.example";
+    let r = http
+        .post(format!("{base}/operations/operator"))
+        .header("x-api-key", OPERATOR_KEY)
+        .json(&json!({"email": EMAIL, "password": "bench password"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        r.status() == 201 || r.status() == 409,
+        "operator account: {}",
+        r.status()
+    );
+    log_in_as(http, base, OPERATOR_KEY, EMAIL).await
+}
+
 /// What a kept data dir holds besides the store: the benchmark organisation's credentials and
 /// what was loaded, so a later run measures on it without loading again.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::cli::Args;
 use crate::client::Client;
 use crate::flood::organisation;
-use crate::node::{create_account, log_in_as, spawn_with, wait_healthy, OPERATOR_KEY};
+use crate::node::{spawn_with, wait_healthy, OPERATOR_KEY};
 use crate::progress;
 use crate::report::Table;
 use crate::stats::{percentile, sequentially};
@@ -123,14 +123,6 @@ async fn scrape_every_second(base: String, stop: Arc<AtomicBool>) -> Vec<Duratio
     scrapes
 }
 
-/// A session of a user the operator's key created and logs in with (backups take both).
-async fn operator_session(base: &str) -> String {
-    let http = reqwest::Client::new();
-    let email = format!("operator-{}@bench.example", uuid::Uuid::new_v4().simple());
-    create_account(&http, base, OPERATOR_KEY, &email).await;
-    log_in_as(&http, base, OPERATOR_KEY, &email).await
-}
-
 /// `POST /operations/backups` as the operator: how long it took, and the backup's summary.
 async fn take_backup(base: &str, session: &str) -> (Duration, serde_json::Value) {
     let began = Instant::now();
@@ -177,7 +169,7 @@ async fn backup_under_load(args: &Args, dir: &Path, table: &mut Table) {
     }
     let idle_from = Instant::now() + Duration::from_secs(2);
     tokio::time::sleep(Duration::from_secs(2 + args.backup_idle_secs)).await;
-    let session = operator_session(&base).await;
+    let session = crate::node::operator_session(&reqwest::Client::new(), &base).await;
     let began = Instant::now();
     let (took, manifest) = take_backup(&base, &session).await;
     let ended = Instant::now();

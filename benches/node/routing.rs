@@ -76,7 +76,7 @@ fn policy(i: usize, matching: usize, assignee: &str, target: &str) -> Value {
     })
 }
 
-/// Stores `n` policies through the API (operator key + session) for 50 assignee organisations;
+/// Stores `n` policies through the API (the operator account's session) for 50 assignee organisations;
 /// the seconds it took and the first assignee (the border agency of policy 0) as a client.
 async fn load_policies(
     client: &Client,
@@ -121,12 +121,13 @@ async fn load_policies(
         .map(|i| policy(i, matching, &orgs[i % orgs.len()], &target))
         .collect();
     let url = format!("{base}/supply-chain/data-space/policies");
+    let session = crate::node::operator_session(&client.http, base).await;
     let mut sent = futures_util::stream::iter(bodies.into_iter().map(|body| {
         client
             .http
             .post(&url)
             .header("x-api-key", operator)
-            .bearer_auth(&client.token)
+            .bearer_auth(&session)
             .json(&body)
             .send()
     }))

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::accounts::people::Role;
 use crate::accounts::{Accounts, CreatedAccount, KeyHolder, NewAccount};
 use crate::error::{Error, Result};
 use password::Passwords;
@@ -26,10 +27,40 @@ pub struct Caller {
     pub user: String,
     /// Organisation DID.
     pub organization: String,
-    /// The request carried the node operator's key.
+    /// The operator account's own session, with the operator's key: what manages policies,
+    /// organisations and backups. (The operator key with a user's session acts as that user.)
     pub operator: bool,
     /// When the session ends, in milliseconds since the Unix epoch.
     pub expiry_ms: i64,
+    /// The session's id (its JWT's `jti`) and the key it was made with; empty for the node's
+    /// own work on an organisation's behalf.
+    pub session: String,
+    pub key_id: String,
+    /// The user's session generation the session was issued under.
+    pub generation: u64,
+}
+
+impl Caller {
+    /// The node itself acting as `user` of `organization` (the bulk load, webhook bodies).
+    pub fn acting_for(user: String, organization: String) -> Self {
+        Self {
+            user,
+            organization,
+            operator: false,
+            expiry_ms: i64::MAX,
+            session: String::new(),
+            key_id: String::new(),
+            generation: 0,
+        }
+    }
+
+    /// Who the audit log names for this caller's changes.
+    pub fn actor(&self) -> crate::accounts::audit::Actor {
+        crate::accounts::audit::Actor {
+            user: self.user.clone(),
+            organization: self.organization.clone(),
+        }
+    }
 }
 
 pub struct AccountInput {
@@ -57,6 +88,9 @@ pub struct Auth {
 
 const BAD_LOGIN: &str = "invalid email or password";
 
+/// The key id sessions made with the operator's key carry.
+const OPERATOR_KEY_ID: &str = "operator";
+
 impl Auth {
     pub fn new(
         operator_key: &str,
@@ -77,6 +111,11 @@ impl Auth {
 
     /// Resolves an `x-api-key` header value.
     pub fn key_holder(&self, key: Option<&str>) -> Result<KeyHolder> {
+        self.holder(key).map(|(holder, _)| holder)
+    }
+
+    /// The key's holder and the key's id (`operator` for the operator's key).
+    fn holder(&self, key: Option<&str>) -> Result<(KeyHolder, String)> {
         let key = key.ok_or_else(|| Error::Unauthorized("missing x-api-key header".into()))?;
         let hash: [u8; 32] = Sha256::digest(key.as_bytes()).into();
         // Compared in constant time: the operator key opens every organisation.
@@ -86,40 +125,50 @@ impl Auth {
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0
         {
-            return Ok(KeyHolder::Operator);
+            return Ok((KeyHolder::Operator, OPERATOR_KEY_ID.into()));
         }
         self.accounts
-            .organization_for_key(key)
-            .map(KeyHolder::Organization)
+            .key_of(key)
+            .map(|(org, id)| (KeyHolder::Organization(org), id))
             .ok_or_else(|| Error::Unauthorized("invalid API key".into()))
     }
 
-    /// Checks the API key and the session token of a data request.
+    /// Checks the API key and the session token of a data request: the session must still
+    /// stand (not logged out, its user enabled and its generation current, its key not
+    /// revoked), which memory answers.
     pub fn authenticate(&self, key: Option<&str>, token: Option<&str>) -> Result<Caller> {
-        let holder = self.key_holder(key)?;
+        let (holder, _) = self.holder(key)?;
         let token = token.ok_or_else(|| {
             Error::Unauthorized(
                 "missing session: send the access_token cookie or a Bearer token".into(),
             )
         })?;
         let claims = self.sessions.verify(token)?;
-        match holder {
-            KeyHolder::Operator => Ok(Caller {
-                user: claims.sub,
-                organization: claims.org,
-                operator: true,
-                expiry_ms: claims.exp * 1000,
-            }),
-            KeyHolder::Organization(org) if org == claims.org => Ok(Caller {
-                user: claims.sub,
-                organization: claims.org,
-                operator: false,
-                expiry_ms: claims.exp * 1000,
-            }),
-            KeyHolder::Organization(_) => Err(Error::Unauthorized(
-                "the API key does not belong to the session's organisation".into(),
-            )),
-        }
+        let role = {
+            let standing = self.accounts.standing();
+            let person = standing
+                .admits(&claims.sub, &claims.jti, &claims.key, claims.gen)
+                .map_err(|why| Error::Unauthorized(why.into()))?;
+            person.role
+        };
+        let operator = match holder {
+            KeyHolder::Operator => role == Role::Operator,
+            KeyHolder::Organization(org) if org == claims.org => false,
+            KeyHolder::Organization(_) => {
+                return Err(Error::Unauthorized(
+                    "the API key does not belong to the session's organisation".into(),
+                ))
+            }
+        };
+        Ok(Caller {
+            user: claims.sub,
+            organization: claims.org,
+            operator,
+            expiry_ms: claims.exp * 1000,
+            session: claims.jti,
+            key_id: claims.key,
+            generation: claims.gen,
+        })
     }
 
     /// Logs a user in. Every failure after the key check — unknown email, wrong password, a
@@ -132,7 +181,7 @@ impl Auth {
         email: &str,
         password: String,
     ) -> Result<LoggedIn> {
-        let holder = self.key_holder(key)?;
+        let (holder, key_id) = self.holder(key)?;
         let email = normalise_email(email)?;
         let client = client.to_string();
         // Counted per key holder and email: another organisation's key can never log this
@@ -157,13 +206,23 @@ impl Auth {
             .passwords
             .verify(password, user.as_ref().map(|u| u.password_hash.clone()))
             .await?;
-        let Some(user) = user.filter(|_| password_ok) else {
+        // A disabled user is refused like a wrong password, after the same work.
+        let person = user
+            .as_ref()
+            .and_then(|u| self.accounts.person(&u.identity))
+            .filter(|p| !p.disabled);
+        let (Some(user), Some(person)) = (user.filter(|_| password_ok), person) else {
             return Err(Error::Unauthorized(BAD_LOGIN.into()));
         };
         self.by_email.forget(&attempts);
         self.by_client.release(&client);
         Ok(LoggedIn {
-            session: self.sessions.issue(&user.identity, &user.organization)?,
+            session: self.sessions.issue(
+                &user.identity,
+                &user.organization,
+                &key_id,
+                person.generation,
+            )?,
             identity: user.identity,
         })
     }
@@ -186,7 +245,7 @@ impl Auth {
         key: Option<&str>,
         input: AccountInput,
     ) -> Result<(CreatedAccount, Session)> {
-        let holder = self.key_holder(key)?;
+        let (holder, key_id) = self.holder(key)?;
         let email = normalise_email(&input.email)?;
         check_password(&input.password)?;
         if let Some(name) = &input.profile_name {
@@ -214,13 +273,109 @@ impl Auth {
             profile_name: input.profile_name,
             organization: input.organization,
         };
+        let by = holder.clone();
         let created =
-            tokio::task::spawn_blocking(move || accounts.create(&holder, &presented, new))
-                .await??;
+            tokio::task::spawn_blocking(move || accounts.create(&by, &presented, new)).await??;
+        let key_id = match &holder {
+            // A key minted for the new account is the one its answer hands out.
+            KeyHolder::Operator => {
+                crate::accounts::keys::key_id(&crate::accounts::key_hash(&created.api_key))
+            }
+            KeyHolder::Organization(_) => key_id,
+        };
         let session = self
             .sessions
-            .issue(&created.identity, &created.organization)?;
+            .issue(&created.identity, &created.organization, &key_id, 0)?;
         Ok((created, session))
+    }
+}
+
+impl Auth {
+    /// Whether the caller's session still stands (a stream asks again when sessions end).
+    pub fn stands(&self, caller: &Caller) -> bool {
+        self.accounts
+            .standing()
+            .admits(
+                &caller.user,
+                &caller.session,
+                &caller.key_id,
+                caller.generation,
+            )
+            .is_ok()
+    }
+
+    /// Ends the caller's session: its token is refused from now on, though unexpired.
+    pub async fn logout(&self, caller: &Caller) -> Result<()> {
+        let accounts = self.accounts.clone();
+        let (jti, exp) = (caller.session.clone(), caller.expiry_ms / 1000);
+        tokio::task::spawn_blocking(move || accounts.end_session(&jti, exp)).await?
+    }
+
+    /// Changes the caller's password after checking the current one (attempts counted as
+    /// logins are); every session of the user ends, and the caller gets a new one.
+    pub async fn change_password(
+        &self,
+        caller: &Caller,
+        current: String,
+        new: String,
+    ) -> Result<Session> {
+        check_password(&new).map_err(|_| {
+            Error::invalid_field("newPassword", "at least 8 characters, at most 1024 bytes")
+        })?;
+        let attempts = format!("password {}", caller.user);
+        self.by_email
+            .reserve(&attempts)
+            .map_err(|retry_after_secs| Error::TooManyRequests { retry_after_secs })?;
+        let person = self
+            .accounts
+            .person(&caller.user)
+            .ok_or_else(|| Error::Unauthorized(crate::accounts::people::SESSION_ENDED.into()))?;
+        let accounts = self.accounts.clone();
+        let email = person.email.clone();
+        let user = tokio::task::spawn_blocking(move || accounts.user_by_email(&email)).await??;
+        let ok = self
+            .passwords
+            .verify(current, user.map(|u| u.password_hash))
+            .await?;
+        if !ok {
+            return Err(Error::invalid_field(
+                "currentPassword",
+                "is not the account's password",
+            ));
+        }
+        self.by_email.forget(&attempts);
+        let hash = self.passwords.hash(new).await?;
+        let (accounts, actor, user) = (self.accounts.clone(), caller.actor(), caller.user.clone());
+        let gen =
+            tokio::task::spawn_blocking(move || accounts.change_password(&actor, &user, &hash))
+                .await??;
+        self.sessions
+            .issue(&caller.user, &caller.organization, &caller.key_id, gen)
+    }
+
+    /// Creates the operator account with the operator's key alone, once.
+    pub async fn create_operator(
+        &self,
+        key: Option<&str>,
+        email: &str,
+        password: String,
+    ) -> Result<CreatedAccount> {
+        if self.key_holder(key)? != KeyHolder::Operator {
+            return Err(Error::Forbidden(
+                "the operator account is created with the node operator's key".into(),
+            ));
+        }
+        let email = normalise_email(email)?;
+        check_password(&password)?;
+        let password_hash = self.passwords.hash(password).await?;
+        let accounts = self.accounts.clone();
+        let new = NewAccount {
+            email,
+            password_hash,
+            profile_name: None,
+            organization: None,
+        };
+        tokio::task::spawn_blocking(move || accounts.create_operator(new)).await?
     }
 }
 

@@ -17,6 +17,13 @@ pub struct Claims {
     pub iat: i64,
     pub exp: i64,
     pub jti: String,
+    /// The id of the API key the session was made with (`operator` for the operator's);
+    /// revoking the key ends the session. Empty in sessions from before keys had ids.
+    #[serde(default)]
+    pub key: String,
+    /// The user's session generation when it was issued (`accounts::people`).
+    #[serde(default)]
+    pub gen: u64,
 }
 
 pub struct Session {
@@ -46,7 +53,8 @@ impl Sessions {
         }
     }
 
-    pub fn issue(&self, user: &str, org: &str) -> Result<Session> {
+    /// A session of `user` of `org`, made with key `key` at the user's generation `gen`.
+    pub fn issue(&self, user: &str, org: &str, key: &str, gen: u64) -> Result<Session> {
         let now = chrono::Utc::now().timestamp();
         let exp = now + self.lifetime.as_secs() as i64;
         let claims = Claims {
@@ -55,6 +63,8 @@ impl Sessions {
             iat: now,
             exp,
             jti: uuid::Uuid::new_v4().simple().to_string(),
+            key: key.to_owned(),
+            gen,
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::internal(format!("jwt: {e}")))?;
@@ -90,21 +100,26 @@ mod tests {
     #[test]
     fn issued_token_verifies_and_carries_claims() {
         let s = sessions();
-        let session = s.issue("did:web:x:user:1", "did:web:x:org:1").unwrap();
+        let session = s
+            .issue("did:web:x:user:1", "did:web:x:org:1", "k", 3)
+            .unwrap();
         let claims = s.verify(&session.token).unwrap();
         assert_eq!(claims.sub, "did:web:x:user:1");
         assert_eq!(claims.org, "did:web:x:org:1");
         assert_eq!(claims.exp * 1000, session.expiry_ms);
+        assert_eq!((claims.key.as_str(), claims.gen), ("k", 3));
     }
 
     #[test]
     fn alg_none_and_other_secrets_are_rejected() {
         let s = sessions();
-        let session = s.issue("u", "o").unwrap();
+        let session = s.issue("u", "o", "k", 0).unwrap();
         let payload = session.token.split('.').nth(1).unwrap();
         let none_header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
         assert!(s.verify(&format!("{none_header}.{payload}.")).is_err());
         let other = Sessions::new(b"another-secret-another-secret-xx", Duration::from_secs(60));
-        assert!(s.verify(&other.issue("u", "o").unwrap().token).is_err());
+        assert!(s
+            .verify(&other.issue("u", "o", "k", 0).unwrap().token)
+            .is_err());
     }
 }

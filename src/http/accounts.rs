@@ -65,24 +65,55 @@ pub async fn login(
                 node.metrics.login_throttled();
             }
         })?;
-    let secure = if node.identity.is_https() {
-        "; Secure"
-    } else {
-        ""
-    };
-    let cookie = format!(
-        "{SESSION_COOKIE}={}; HttpOnly; Path=/; SameSite=Strict{secure}",
-        logged_in.session.token
-    );
     let mut response = Json(json!({
         "expiry": logged_in.session.expiry_ms,
         "identity": logged_in.identity,
     }))
     .into_response();
+    set_cookie(&node, &mut response, &logged_in.session.token, "")?;
+    Ok(response)
+}
+
+/// Sets (or, with `Max-Age=0` as `extra`, clears) the session cookie.
+fn set_cookie(node: &Node, response: &mut Response, token: &str, extra: &str) -> Result<()> {
+    let secure = if node.identity.is_https() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie =
+        format!("{SESSION_COOKIE}={token}; HttpOnly; Path=/; SameSite=Strict{secure}{extra}");
     response.headers_mut().insert(
         header::SET_COOKIE,
         HeaderValue::from_str(&cookie).map_err(Error::internal)?,
     );
+    Ok(())
+}
+
+/// `POST /authentication/logout`: the session ends now (its token is refused though
+/// unexpired) and the cookie is cleared.
+pub async fn logout(State(node): State<Arc<Node>>, caller: Caller) -> Result<Response> {
+    node.auth.logout(&caller).await?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    set_cookie(&node, &mut response, "", "; Max-Age=0")?;
+    Ok(response)
+}
+
+/// `POST /authentication/password` `{currentPassword, newPassword}`: every session of the
+/// user ends; the answer carries the caller's new one (also as the cookie).
+pub async fn password(
+    State(node): State<Arc<Node>>,
+    caller: Caller,
+    body: Body,
+) -> Result<Response> {
+    let object = body.json_object()?;
+    let fields = Fields(&object);
+    let current = fields.required_str("currentPassword")?;
+    let new = fields.required_str("newPassword")?;
+    let session = node.auth.change_password(&caller, current, new).await?;
+    let mut response =
+        Json(json!({"token": session.token, "expiry": session.expiry_ms})).into_response();
+    set_cookie(&node, &mut response, &session.token, "")?;
     Ok(response)
 }
 

@@ -10,6 +10,7 @@ mod inbox;
 mod metrics;
 mod negotiate;
 mod ops;
+mod organizations;
 mod reads;
 pub mod serve;
 mod sharing;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderName;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, patch, post};
 use axum::Router;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
@@ -49,6 +50,24 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/authentication/login", post(accounts::login))
         .route("/authentication/login/create", post(accounts::create))
         .route("/authentication/session", get(accounts::session))
+        .route("/authentication/logout", post(accounts::logout))
+        .route("/authentication/password", post(accounts::password))
+        .route("/organizations", get(organizations::list))
+        .route(
+            "/organizations/{id}/keys",
+            get(organizations::keys).post(organizations::create_key),
+        )
+        .route(
+            "/organizations/{id}/keys/{key_id}",
+            delete(organizations::revoke_key),
+        )
+        .route("/organizations/{id}/users", get(organizations::users))
+        .route(
+            "/organizations/{id}/users/{user_id}",
+            patch(organizations::update_user),
+        )
+        .route("/operations/operator", post(organizations::create_operator))
+        .route("/operations/audit", get(organizations::audit))
         .route("/supply-chain/data-space/inbox", post(inbox::post))
         .route(
             "/supply-chain/data-space/inbox/validate",

@@ -15,19 +15,22 @@ use tokio::sync::watch;
 
 use super::extract::{Body, PathParams, QueryParams};
 use super::reads::{blocking, page_body, paging, share, Share};
+use crate::accounts::audit::Audited;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::node::Node;
 
 type Params = QueryParams<HashMap<String, String>>;
 
-/// Policy management is the node operator's: its API key plus a session.
+/// Policy management is the node operator's: its account's session with its API key.
 fn operator(caller: &Caller) -> Result<()> {
     if caller.operator {
         Ok(())
     } else {
         Err(Error::Forbidden(
-            "managing policies needs the node operator's API key as x-api-key".into(),
+            "managing policies needs the operator account's session and the node operator's \
+             API key as x-api-key"
+                .into(),
         ))
     }
 }
@@ -40,7 +43,8 @@ pub async fn create_policy(
     operator(&caller)?;
     let value = Value::Object(body.json_object()?);
     let stored = blocking(share(&node, &caller), move || {
-        node.sharing.create_policy(&value)
+        let (log, actor) = (&node.accounts.audit, &caller.actor());
+        node.sharing.create_policy(&value, Audited { log, actor })
     })
     .await?;
     Ok((StatusCode::CREATED, Json(stored)))
@@ -71,7 +75,8 @@ pub async fn delete_policy(
 ) -> Result<StatusCode> {
     operator(&caller)?;
     blocking(share(&node, &caller), move || {
-        node.sharing.delete_policy(&uid)
+        let (log, actor) = (&node.accounts.audit, &caller.actor());
+        node.sharing.delete_policy(&uid, Audited { log, actor })
     })
     .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -100,6 +105,10 @@ struct Feed {
     wake: watch::Receiver<u64>,
     closing: watch::Receiver<bool>,
     pending: VecDeque<(u64, Value)>,
+    /// Whose stream it is: it ends when the caller's session does (a logout, the user
+    /// disabled, the key revoked), woken by `ended`.
+    caller: Caller,
+    ended: watch::Receiver<u64>,
     /// When the caller's session expires: a stream carries nothing past it (the caller's
     /// other reads are 401 by then).
     expires: tokio::time::Instant,
@@ -133,6 +142,8 @@ pub async fn stream(
     let until_ms = (caller.expiry_ms.max(0) as u64).saturating_add(1000);
     let left = std::time::Duration::from_millis(until_ms.saturating_sub(now_ms));
     let feed = Feed {
+        ended: node.accounts.watch_ended(),
+        caller: caller.clone(),
         expires: tokio::time::Instant::now() + left,
         closing: node.closing.subscribe(),
         share: share(&node, &caller),
@@ -148,7 +159,7 @@ pub async fn stream(
 
 async fn next_event(mut feed: Feed) -> Option<(std::result::Result<Event, Infallible>, Feed)> {
     loop {
-        if tokio::time::Instant::now() >= feed.expires {
+        if tokio::time::Instant::now() >= feed.expires || !feed.node.auth.stands(&feed.caller) {
             return None;
         }
         if let Some((seq, json)) = feed.pending.pop_front() {
@@ -180,6 +191,7 @@ async fn next_event(mut feed: Feed) -> Option<(std::result::Result<Event, Infall
         tokio::select! {
             changed = feed.wake.changed() => if changed.is_err() { return None },
             _ = feed.closing.changed() => return None,
+            _ = feed.ended.changed() => {}
             _ = tokio::time::sleep_until(feed.expires) => return None,
         }
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::policy::{self, Permission, Policy, Rules};
 use super::{quad, readable, Sharing};
+use crate::accounts::audit::{Audited, Change};
 use crate::auth::Caller;
 use crate::consignment::cursor::Position;
 use crate::consignment::listing;
@@ -18,9 +19,19 @@ use crate::vocab::{dsn, RDF_JSON};
 
 const POLICY_NOT_FOUND: &str = "no policy with this uid is available to you";
 
+/// The audit entry of a policy change, one per assignee: each assignee's admins read theirs.
+fn policy_change<'a>(action: &'a str, uid: &'a str, assignee: &'a str) -> Change<'a> {
+    Change {
+        action,
+        organization: Some(assignee),
+        target: uid,
+        details: serde_json::json!({}),
+    }
+}
+
 impl Sharing {
     /// `POST /policies`: checks the body, stores the policy and indexes it. Blocking.
-    pub fn create_policy(&self, body: &Value) -> Result<Value> {
+    pub fn create_policy(&self, body: &Value, by: Audited<'_>) -> Result<Value> {
         let rules = Rules {
             countries: &self.countries,
             target: &self.target,
@@ -83,6 +94,13 @@ impl Sharing {
                 GraphName::NamedNode(graph.clone()),
             ));
             events.push(Committed::PolicyStored { state: stored });
+            for assignee in &policy.assignees() {
+                by.record(
+                    tx,
+                    events,
+                    policy_change("policy.created", &policy.uid, assignee),
+                );
+            }
             Ok(())
         })?;
         let all: Vec<&Permission> = policy.permissions.iter().collect();
@@ -154,11 +172,14 @@ impl Sharing {
 
     /// `DELETE /policies/{uid}`: drops the policy and the grants only it gave. Returns how
     /// many organisations lost access to how many consignments. Blocking.
-    pub fn delete_policy(&self, uid: &str) -> Result<usize> {
+    pub fn delete_policy(&self, uid: &str, by: Audited<'_>) -> Result<usize> {
         let graph = graphs::policy(uid);
         let (revoked, _) = self.store.commit(|tx, events| {
-            if self.policy_set().get(uid).is_none() {
+            let Some(assignees) = self.policy_set().get(uid).map(Policy::assignees) else {
                 return Err(Error::NotFound(POLICY_NOT_FOUND.into()));
+            };
+            for assignee in &assignees {
+                by.record(tx, events, policy_change("policy.deleted", uid, assignee));
             }
             tx.clear_graph(GraphName::NamedNode(graph.clone()).as_ref())?;
             events.push(Committed::PolicyRemoved {

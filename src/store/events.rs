@@ -58,6 +58,8 @@ pub enum Committed {
     SubscriptionRemoved { id: String },
     /// Entry `seq` of the replication log was written (`replica::log`), at `ms`.
     ReplicationLogged { seq: u64, ms: i64 },
+    /// Audit entry `seq` was written, about `org` (`None`: about the node as a whole).
+    Audited { seq: u64, org: Option<String> },
 }
 
 /// What an applied activity did to a consignment, as its subscribers are told.
@@ -103,7 +105,8 @@ impl Committed {
             | Committed::DeliveryQueued { .. }
             | Committed::SubscriptionStored { .. }
             | Committed::SubscriptionRemoved { .. }
-            | Committed::ReplicationLogged { .. } => None,
+            | Committed::ReplicationLogged { .. }
+            | Committed::Audited { .. } => None,
         }
     }
 }

@@ -13,6 +13,16 @@ pub fn accounts() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}accounts"))
 }
 
+/// Sessions ended before their expiry (a logout), each until its expiry.
+pub fn ended_sessions() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}sessions"))
+}
+
+/// Who changed which key, user, role or policy, and when.
+pub fn audit() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}audit"))
+}
+
 pub fn is_system(iri: &str) -> bool {
     iri.starts_with(SYSTEM)
 }

@@ -20,6 +20,7 @@ mod links;
 mod load;
 mod openapi;
 mod operations;
+mod organizations;
 mod process;
 mod reads;
 mod realworld;

@@ -137,6 +137,18 @@ impl Permission {
 }
 
 impl Policy {
+    /// The organisations its permissions name, each once.
+    pub fn assignees(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .permissions
+            .iter()
+            .map(|p| p.assignee.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The policy as the node serves it: compact ODRL JSON-LD, operands as `dsn:` IRIs.
     pub fn to_json(&self, target: &str, permissions: &[&Permission]) -> Value {
         let permissions: Vec<Value> = permissions

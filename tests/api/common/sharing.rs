@@ -5,18 +5,33 @@ use serde_json::{json, Value};
 
 use super::{form_encoded, json_body, Session, TestNode, OPERATOR_KEY, POLICIES};
 
-/// A user session presented with the node operator's key: what manages policies.
+/// The operator account's session, presented with the node operator's key: what manages
+/// policies and organisations.
 pub struct Operator {
     pub token: String,
 }
 
+/// The operator account's login.
+pub const OPERATOR_EMAIL: &str = "operator@node.example";
+pub const OPERATOR_PASSWORD: &str = "correct horse battery";
+
 impl Operator {
+    /// Creates the node's operator account (unless an earlier call did) and signs in with it.
     pub async fn new(node: &TestNode) -> Self {
-        let admin = node
-            .create_account(OPERATOR_KEY, "operator@node.example", None)
+        let r = node
+            .post_json(
+                "/operations/operator",
+                Some(OPERATOR_KEY),
+                &json!({"email": OPERATOR_EMAIL, "password": OPERATOR_PASSWORD}),
+            )
             .await;
+        assert!(
+            r.status() == StatusCode::CREATED || r.status() == StatusCode::CONFLICT,
+            "operator account: {}",
+            r.status()
+        );
         let token = node
-            .login(OPERATOR_KEY, &admin.email, &admin.password)
+            .login(OPERATOR_KEY, OPERATOR_EMAIL, OPERATOR_PASSWORD)
             .await;
         Self { token }
     }
