@@ -48,6 +48,10 @@ impl Accounts {
 
     /// Changes a user of `org`'s role or standing. An organisation keeps at least one enabled
     /// admin. Disabling ends the user's sessions. Blocking.
+    ///
+    /// Users change only under the writer lock, their memory with the write that stores the
+    /// change: each change starts from the one before (none is lost to a concurrent one), and
+    /// the next writer's admin count sees it.
     pub fn update_user(
         &self,
         actor: &Actor,
@@ -55,23 +59,18 @@ impl Accounts {
         user: &str,
         change: UserChange,
     ) -> Result<Person> {
-        let before = self
-            .person(user)
-            .filter(|p| p.organization == org && p.role != Role::Operator)
-            .ok_or_else(|| Error::NotFound(format!("organisation {org} has no user {user}")))?;
-        let mut after = before.clone();
-        if let Some(role) = change.role {
-            after.role = role;
-        }
-        if let Some(disabled) = change.disabled {
-            after.disabled = disabled;
-        }
-        if after.disabled && !before.disabled {
-            after.generation += 1;
-        }
         let node = NamedNode::new_unchecked(user);
-        self.store.commit(|tx, events| {
-            // Under the writer lock, so two admins demoting each other cannot both succeed.
+        let ((before, after), _) = self.store.commit(|tx, events| {
+            let before = self
+                .person(user)
+                .filter(|p| p.organization == org && p.role != Role::Operator)
+                .ok_or_else(|| Error::NotFound(format!("organisation {org} has no user {user}")))?;
+            let mut after = before.clone();
+            after.role = change.role.unwrap_or(before.role);
+            after.disabled = change.disabled.unwrap_or(before.disabled);
+            if after.disabled && !before.disabled {
+                after.generation += 1;
+            }
             let was_admin = before.role == Role::Admin && !before.disabled;
             let is_admin = after.role == Role::Admin && !after.disabled;
             if was_admin && !is_admin && self.standing().admins_of(org) <= 1 {
@@ -85,12 +84,8 @@ impl Accounts {
                     "the organisation's last admin: make another user admin first",
                 ));
             }
-            set(
-                tx,
-                &node,
-                "role",
-                Literal::new_simple_literal(after.role.as_str()).into(),
-            )?;
+            let role = Literal::new_simple_literal(after.role.as_str());
+            set(tx, &node, "role", role.into())?;
             let disabled = Literal::new_typed_literal(after.disabled.to_string(), xsd("boolean"));
             set(tx, &node, "disabled", disabled.into())?;
             set(tx, &node, "sessionGeneration", generation(after.generation))?;
@@ -105,11 +100,9 @@ impl Accounts {
                     details: json!({"role": after.role, "disabled": after.disabled}),
                 },
             );
-            // Taken under the lock too: the next writer's admin count must see this change.
-            self.standing_mut()
-                .people
-                .insert(user.to_owned(), after.clone());
-            Ok(())
+            let mut standing = self.standing_mut();
+            standing.people.insert(user.to_owned(), after.clone());
+            Ok((before, after))
         })?;
         if after.generation != before.generation {
             self.sessions_ended();
@@ -120,18 +113,14 @@ impl Accounts {
     /// Stores `user`'s new password hash and ends its sessions; returns the generation a new
     /// session is to carry. Blocking.
     pub fn change_password(&self, actor: &Actor, user: &str, hash: &str) -> Result<u64> {
-        let mut person = self
-            .person(user)
-            .ok_or_else(|| Error::Unauthorized(super::people::SESSION_ENDED.into()))?;
-        person.generation += 1;
         let node = NamedNode::new_unchecked(user);
-        self.store.commit(|tx, events| {
-            set(
-                tx,
-                &node,
-                "passwordHash",
-                Literal::new_simple_literal(hash).into(),
-            )?;
+        let (generation_now, _) = self.store.commit(|tx, events| {
+            let mut person = self
+                .person(user)
+                .ok_or_else(|| Error::Unauthorized(super::people::SESSION_ENDED.into()))?;
+            person.generation += 1;
+            let passwd = Literal::new_simple_literal(hash);
+            set(tx, &node, "passwordHash", passwd.into())?;
             set(
                 tx,
                 &node,
@@ -150,12 +139,12 @@ impl Accounts {
                     details: json!({}),
                 },
             );
-            Ok(())
+            let n = person.generation;
+            self.standing_mut().people.insert(user.to_owned(), person);
+            Ok(n)
         })?;
-        let generation = person.generation;
-        self.standing_mut().people.insert(user.to_owned(), person);
         self.sessions_ended();
-        Ok(generation)
+        Ok(generation_now)
     }
 
     /// Ends session `jti` (valid until `exp`, seconds) before its expiry; the ended sessions
