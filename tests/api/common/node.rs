@@ -8,7 +8,6 @@ use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 pub const OPERATOR_KEY: &str = "test-operator-key-0123456789";
 
@@ -18,7 +17,11 @@ pub struct TestNode {
     pub config: Config,
     dir: Option<TempDir>,
     shutdown: Option<oneshot::Sender<()>>,
-    handle: Option<JoinHandle<dataspace_node::Result<()>>>,
+    /// How the node's thread ended: the node runs on a runtime and thread of its own, so that
+    /// a node dropped at the end of a test still stops gracefully (its store closed, its
+    /// threads joined) before the test process exits — a store closed by a thread the exit
+    /// outran aborts the process in RocksDB's teardown.
+    finished: Option<std::sync::Mutex<std::sync::mpsc::Receiver<dataspace_node::Result<()>>>>,
 }
 
 impl TestNode {
@@ -63,7 +66,7 @@ impl TestNode {
             config,
             dir: None,
             shutdown: None,
-            handle: None,
+            finished: None,
         }
     }
 
@@ -88,16 +91,32 @@ impl TestNode {
     async fn launch_on(config: Config, dir: TempDir, listener: tokio::net::TcpListener) -> Self {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = oneshot::channel::<()>();
-        let handle = tokio::spawn(dataspace_node::run(listener, config.clone(), async {
-            let _ = rx.await;
-        }));
+        let (done, finished) = std::sync::mpsc::channel();
+        let listener = listener.into_std().expect("listener");
+        let serving = config.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("the node's runtime");
+            let result = runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                dataspace_node::run(listener, serving, async {
+                    let _ = rx.await;
+                })
+                .await
+            });
+            drop(runtime);
+            let _ = done.send(result);
+        });
         let node = Self {
             base,
             client: client(),
             config,
             dir: Some(dir),
             shutdown: Some(tx),
-            handle: Some(handle),
+            finished: Some(std::sync::Mutex::new(finished)),
         };
         for _ in 0..200 {
             if let Ok(r) = node.client.get(node.url("/health")).send().await {
@@ -129,10 +148,12 @@ impl TestNode {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        if let Some(handle) = self.handle.take() {
-            handle
+        if let Some(finished) = self.finished.take() {
+            let finished = finished.into_inner().expect("the node's end");
+            tokio::task::spawn_blocking(move || finished.recv())
                 .await
-                .expect("server task")
+                .expect("waiting for the node")
+                .expect("server thread")
                 .expect("server stopped cleanly");
         }
         self.dir.take().expect("data dir")
@@ -152,9 +173,14 @@ impl TestNode {
 }
 
 impl Drop for TestNode {
+    /// Stops the node and waits for it (bounded: a client request of the test's own runtime,
+    /// which this wait blocks, could hold the graceful shutdown up).
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        if let Some(Ok(finished)) = self.finished.take().map(std::sync::Mutex::into_inner) {
+            let _ = finished.recv_timeout(Duration::from_secs(60));
         }
     }
 }
