@@ -8,6 +8,10 @@ use crate::error::{Error, Result};
 /// did:web encodes the port's colon; keep every other host character as it is.
 const DID_HOST: &AsciiSet = &CONTROLS.add(b':').add(b'%').add(b'/');
 
+/// Where the Dataspace Protocol 2025-1 endpoints are, under the base URL. Ending in the
+/// version, as Eclipse EDC addresses a provider either way (with or without appending it).
+pub const DSP_PATH: &str = "/dsp/2025-1";
+
 #[derive(Debug, Clone)]
 pub struct NodeIdentity {
     base_url: Url,
@@ -44,6 +48,12 @@ impl NodeIdentity {
     /// The base URL without a trailing slash.
     pub fn base_url(&self) -> &str {
         self.base_url.as_str().trim_end_matches('/')
+    }
+
+    /// The base of this node's Dataspace Protocol 2025-1 endpoints (`/.well-known/dspace-version`
+    /// names its path): what a connector's `counterPartyAddress` is.
+    pub fn dsp_base(&self) -> String {
+        format!("{}{DSP_PATH}", self.base_url())
     }
 
     pub fn is_https(&self) -> bool {

@@ -21,6 +21,8 @@
 //! - [`federation`]: partner organisations on other nodes — did:web identity, node tokens,
 //!   notices (outbox) and datasets pulled at read time.
 //! - [`webhooks`]: organisations' subscriptions to changes, delivered as signed HTTP requests.
+//! - [`dsp`]: the Dataspace Protocol 2025-1 provider: connectors' catalog of what is shared
+//!   with their participant DID (DCP self-issued ID tokens).
 //! - [`sparql`]: analysts' queries, rewritten to read only the caller's graphs.
 //! - [`replica`]: an external SPARQL engine mirroring the contribution graphs (replication
 //!   log, shipping, sync and verify) that answers analysts when close enough behind.
@@ -42,6 +44,7 @@ pub mod capped;
 pub mod config;
 pub mod consignment;
 pub mod documents;
+pub mod dsp;
 pub mod error;
 pub mod fair;
 pub mod fd_limit;

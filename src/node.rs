@@ -40,6 +40,8 @@ pub struct Node {
     pub documents: Arc<Documents>,
     pub sparql: Sparql,
     pub federation: Arc<Federation>,
+    /// The Dataspace Protocol provider: connectors' catalog.
+    pub dsp: crate::dsp::Dsp,
     /// Organisations' webhook subscriptions.
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     /// The SPARQL engine mirroring the contribution graphs, when one is configured.
@@ -148,6 +150,12 @@ impl Node {
             listing.clone(),
             replica.clone(),
         );
+        let dsp = crate::dsp::Dsp::new(
+            identity.clone(),
+            store.clone(),
+            sharing.clone(),
+            federation.clone(),
+        );
         let vocabulary = Vocabulary::load()?;
         let from_snapshot = snapshot.is_some();
         // The snapshot's bytes (or the rebuild's query results) are freed; without this the
@@ -183,6 +191,7 @@ impl Node {
             documents,
             sparql,
             federation,
+            dsp,
             webhooks,
             replica,
             listing,

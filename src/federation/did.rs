@@ -96,6 +96,8 @@ pub fn document(did: &str, node_did: &str, key: &VerifyingKey, endpoint: &str) -
         "id": did,
         "verificationMethod": [method],
         "authentication": [format!("{node_did}#{KEY_FRAGMENT}")],
+        // What signs a Dataspace Protocol participant's self-issued ID tokens (DCP 1.0).
+        "capabilityInvocation": [format!("{node_did}#{KEY_FRAGMENT}")],
         "assertionMethod": [format!("{node_did}#{KEY_FRAGMENT}"), format!("{node_did}#attestation-key")],
         "service": [{
             "id": format!("{did}#federation"),

@@ -21,6 +21,7 @@
 pub mod did;
 pub mod notice;
 pub mod outbox;
+mod participant;
 pub mod rate;
 mod seen;
 pub mod token;
@@ -163,7 +164,25 @@ impl Federation {
             Some(id) => self.identity.organization_did(id),
             None => node.clone(),
         };
-        did::document(&did, &node, &self.key.verifying_key(), &self.endpoint())
+        let mut doc = did::document(&did, &node, &self.key.verifying_key(), &self.endpoint());
+        if organization.is_none() {
+            // The node's Dataspace Protocol services (DSP 2025-1, "DID discovery").
+            let dsp = self.identity.dsp_base();
+            let base = self.identity.base_url();
+            if let Some(services) = doc["service"].as_array_mut() {
+                services.push(serde_json::json!({
+                    "id": format!("{node}#dsp-catalog"),
+                    "type": "CatalogService",
+                    "serviceEndpoint": format!("{dsp}/catalog"),
+                }));
+                services.push(serde_json::json!({
+                    "id": format!("{node}#dsp"),
+                    "type": "DataService",
+                    "serviceEndpoint": format!("{base}/.well-known/dspace-version"),
+                }));
+            }
+        }
+        doc
     }
 
     /// Is `org` an organisation of another node (a did:web organisation DID not of this one)?

@@ -70,6 +70,13 @@ impl Tokens {
         Ok(())
     }
 
+    /// Records `key` (a token's issuer and `jti`) as used until `exp`: `false` when it was
+    /// already, before a restart too.
+    pub(super) fn first_use(&self, key: String, exp: i64, now: i64) -> Result<bool> {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.insert(key, exp, now, LEEWAY_SECS as i64)
+    }
+
     /// A token for a call to node `aud` on behalf of `organization` (one of this node's).
     pub fn issue(&self, organization: &str, aud: &str) -> Result<String> {
         let now = chrono::Utc::now().timestamp();

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod documents;
+mod dsp;
 pub mod error;
 pub mod extract;
 mod federation;
@@ -27,6 +28,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
+use crate::identity::DSP_PATH;
 use crate::node::Node;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -44,6 +46,12 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/ns", get(ops::vocabulary))
         .route("/shapes/{name}", get(ops::shapes))
         .route("/.well-known/did.json", get(federation::node_document))
+        .route("/.well-known/dspace-version", get(dsp::versions))
+        .route(&format!("{DSP_PATH}/catalog/request"), post(dsp::catalog))
+        .route(
+            &format!("{DSP_PATH}/catalog/datasets/{{id}}"),
+            get(dsp::dataset),
+        )
         .route("/org/{id}/did.json", get(federation::organization_document))
         .route("/federation/inbox", post(federation::inbox))
         .route("/federation/datasets", get(federation::dataset))

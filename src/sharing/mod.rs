@@ -25,6 +25,7 @@ mod circles;
 mod held;
 pub mod index;
 pub mod notifications;
+pub mod offers;
 mod paging;
 mod policies;
 pub mod policy;

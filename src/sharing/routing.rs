@@ -68,6 +68,16 @@ impl Sharing {
             tx.insert(&member);
             readable::member_added(tx, &record, &c.consignment.aig_hex, &org)?;
             notified.insert(org.clone());
+            // A partner's organisation too: its shared list is what a Dataspace Protocol
+            // connector of that DID is offered (and what a start without the snapshot rebuilds
+            // from the circles, theirs included).
+            if let Some(ms) = listing::millis(c.created) {
+                events.push(Committed::Shared {
+                    org: org.clone(),
+                    created_ms: ms,
+                    aig: c.consignment.aig_id(),
+                });
+            }
             if self.federation.is_remote(&org) {
                 // The grant above is what the provider checks when the partner node pulls.
                 let body = federation_notice::build(
@@ -99,13 +109,6 @@ impl Sharing {
                 org: org.clone(),
                 seq,
             });
-            if let Some(ms) = listing::millis(c.created) {
-                events.push(Committed::Shared {
-                    org,
-                    created_ms: ms,
-                    aig: c.consignment.aig_id(),
-                });
-            }
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ mod common;
 mod concurrency;
 mod crash;
 mod documents;
+mod dsp;
 mod endless;
 mod export;
 mod fairness;

@@ -1,0 +1,194 @@
+//! The catalog a participant sees: one dataset per consignment shared with its organisation
+//! DID, newest first, in pages; each with an offer carrying the constraints of the policies
+//! that share it and one distribution, an HTTP pull from this node.
+
+use oxigraph::model::{NamedNode, Term};
+use serde_json::{json, Value};
+
+use super::{message, Dsp, CONTEXT, FORMAT};
+use crate::consignment::listing::{self, Key};
+use crate::error::{Error, Result};
+use crate::sharing::offers;
+use crate::store::graphs;
+use crate::vocab::dsn;
+
+/// Dataset ids: `urn:dataspace-node:dataset:<aig hex>`.
+const DATASET: &str = "urn:dataspace-node:dataset:";
+
+/// A page of a catalog and where the next one starts.
+pub struct CatalogPage {
+    pub catalog: Value,
+    pub next: Option<String>,
+}
+
+/// A position in a participant's list, as a page's `next` link carries it.
+fn cursor(key: &Key) -> String {
+    format!("{}.{:032x}", key.0, key.1)
+}
+
+fn parse_cursor(text: &str) -> Result<Key> {
+    let bad = || Error::invalid_field("cursor", "not a position this catalog handed out");
+    let (ms, bits) = text.split_once('.').ok_or_else(bad)?;
+    Ok((
+        ms.parse().map_err(|_| bad())?,
+        u128::from_str_radix(bits, 16).map_err(|_| bad())?,
+    ))
+}
+
+impl Dsp {
+    fn data_service(&self) -> Value {
+        json!({
+            "@id": format!("{}#dsp", self.identity.node_did()),
+            "@type": "DataService",
+            "endpointURL": self.identity.dsp_base(),
+        })
+    }
+
+    /// `POST catalog/request`: a page of `participant`'s catalog (at most `limit` datasets,
+    /// from `after`). Only an empty or absent `filter` is understood. Blocking.
+    pub fn catalog(
+        &self,
+        participant: &str,
+        request: &Value,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<CatalogPage> {
+        let message = message::check(request, "CatalogRequestMessage")?;
+        match message.get("filter") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(f)) if f.is_empty() => {}
+            Some(_) => {
+                return Err(Error::invalid_field(
+                    "filter",
+                    "filters are not supported: ask without one",
+                ))
+            }
+        }
+        let after = after.map(parse_cursor).transpose()?;
+        let keys = self
+            .sharing
+            .shared_page(participant, after.as_ref(), limit + 1);
+        let mut datasets = Vec::new();
+        for key in keys.iter().take(limit) {
+            let hex = listing::aig(key);
+            let hex = hex.strip_prefix("aig:").unwrap_or(&hex);
+            if let Some(d) = self.dataset_of(participant, hex, false)? {
+                datasets.push(d);
+            }
+        }
+        let next = (keys.len() > limit).then(|| cursor(&keys[limit - 1]));
+        let mut catalog = json!({
+            "@context": [CONTEXT],
+            "@id": format!("urn:dataspace-node:catalog:{}", graphs::org_key(participant)),
+            "@type": "Catalog",
+            "participantId": self.identity.node_did(),
+            "service": [self.data_service()],
+        });
+        // The schema wants at least one dataset when the member is there at all.
+        if !datasets.is_empty() {
+            catalog["dataset"] = Value::Array(datasets);
+        }
+        Ok(CatalogPage { catalog, next })
+    }
+
+    /// `GET catalog/datasets/{id}`: one dataset, 404 unless shared with `participant`.
+    /// Blocking.
+    pub fn dataset(&self, participant: &str, id: &str) -> Result<Value> {
+        let not_found = || Error::NotFound(format!("no dataset {id} is offered to you"));
+        let hex = id.strip_prefix(DATASET).ok_or_else(not_found)?;
+        let bits = listing::id_bits(hex).ok_or_else(not_found)?;
+        if !self.sharing.shares_with(participant, bits) {
+            return Err(not_found());
+        }
+        let mut dataset = self
+            .dataset_of(participant, hex, true)?
+            .ok_or_else(not_found)?;
+        dataset["@context"] = json!([CONTEXT]);
+        Ok(dataset)
+    }
+
+    /// The dataset of this node's consignment `hex` as offered to `participant`; `None` for a
+    /// consignment this node does not publish (a partner's, which its own node offers).
+    fn dataset_of(&self, participant: &str, hex: &str, inline: bool) -> Result<Option<Value>> {
+        let record = graphs::consignment(hex);
+        let publisher =
+            match self
+                .store
+                .value(&record, &dsn("publisher"), &graphs::consignment_index())?
+            {
+                Some(Term::NamedNode(p)) if !self.federation.is_remote(p.as_str()) => p,
+                _ => return Ok(None),
+            };
+        let summary = match self.store.value(
+            &graphs::summary(hex),
+            &dsn("summaryJson"),
+            &graphs::contribution(hex, publisher.as_str()),
+        )? {
+            Some(Term::Literal(l)) => serde_json::from_str::<Value>(l.value()).unwrap_or_default(),
+            _ => return Ok(None),
+        };
+        let grounds = self
+            .sharing
+            .grounds(&offers::facts_of_summary(&summary), participant);
+        let permission: Vec<Value> = if grounds.is_empty() {
+            vec![json!({"action": "use"})]
+        } else {
+            grounds
+                .into_iter()
+                .map(|c| json!({"action": "use", "constraint": c}))
+                .collect()
+        };
+        let service = if inline {
+            self.data_service()
+        } else {
+            json!(format!("{}#dsp", self.identity.node_did()))
+        };
+        Ok(Some(json!({
+            "@id": format!("{DATASET}{hex}"),
+            "@type": "Dataset",
+            "title": title(&summary, hex),
+            "description": description(&summary, &publisher),
+            "hasPolicy": [{
+                "@id": offer_id(hex, participant),
+                "@type": "Offer",
+                "permission": permission,
+            }],
+            "distribution": [{"@type": "Distribution", "format": FORMAT, "accessService": service}],
+        })))
+    }
+}
+
+/// The offer of dataset `hex` to `participant`: stable, one per pair.
+pub fn offer_id(hex: &str, participant: &str) -> String {
+    format!(
+        "urn:dataspace-node:offer:{hex}:{}",
+        graphs::org_key(participant)
+    )
+}
+
+fn text<'a>(summary: &'a Value, key: &str) -> Option<&'a str> {
+    summary.get(key).and_then(Value::as_str)
+}
+
+fn title(summary: &Value, hex: &str) -> String {
+    let id = text(summary, "identifier")
+        .or_else(|| text(summary, "globalId"))
+        .map_or_else(|| format!("aig:{hex}"), str::to_owned);
+    format!("Consignment {id}")
+}
+
+fn description(summary: &Value, publisher: &NamedNode) -> String {
+    let port = |which: &str| {
+        text(summary, &format!("portOf{which}"))
+            .or_else(|| text(summary, &format!("portOf{which}Code")))
+            .unwrap_or("unknown")
+            .to_owned()
+    };
+    let global = text(summary, "globalId").unwrap_or("-");
+    format!(
+        "Consignment {global} from {} to {}, published by {}",
+        port("Exit"),
+        port("Entry"),
+        publisher.as_str()
+    )
+}

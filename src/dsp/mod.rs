@@ -1,0 +1,75 @@
+//! The Dataspace Protocol 2025-1, provider side: what connectors (Eclipse EDC, Tractus-X EDC,
+//! TWIN) use to find what is shared with them. A participant is an organisation DID — the
+//! DIDs the sharing policies name as assignees — proved by a DCP self-issued ID token
+//! (`federation::participant`); what it is offered is what the policies share with it, one
+//! dataset per consignment. The protocol adds no second permission system.
+//!
+//! Layout: `catalog` (the catalog and its datasets), `message` (checks of what connectors
+//! send, the protocol's error bodies).
+
+pub mod catalog;
+pub mod message;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::federation::Federation;
+use crate::identity::{NodeIdentity, DSP_PATH};
+use crate::sharing::Sharing;
+use crate::store::Store;
+
+/// The version this node speaks.
+pub const VERSION: &str = "2025-1";
+
+/// The JSON-LD context every DSP 2025-1 message carries.
+pub const CONTEXT: &str = "https://w3id.org/dspace/2025/1/context.jsonld";
+
+/// The one distribution format offered: the participant pulls the consignment over HTTP.
+pub const FORMAT: &str = "HttpData-PULL";
+
+pub struct Dsp {
+    identity: Arc<NodeIdentity>,
+    store: Arc<Store>,
+    sharing: Arc<Sharing>,
+    federation: Arc<Federation>,
+}
+
+impl Dsp {
+    pub fn new(
+        identity: Arc<NodeIdentity>,
+        store: Arc<Store>,
+        sharing: Arc<Sharing>,
+        federation: Arc<Federation>,
+    ) -> Self {
+        Self {
+            identity,
+            store,
+            sharing,
+            federation,
+        }
+    }
+
+    /// `GET /.well-known/dspace-version`: where this node speaks which version, and how a
+    /// participant authenticates.
+    pub fn versions(&self) -> Value {
+        json!({"protocolVersions": [{
+            "version": VERSION,
+            "path": DSP_PATH,
+            "binding": "HTTPS",
+            "identifierType": "did:web",
+            "serviceId": format!("{}#dsp", self.identity.node_did()),
+            "auth": {"protocol": "DCP", "version": "1.0"},
+        }]})
+    }
+
+    /// The participant an `Authorization` header's self-issued ID token proves.
+    pub async fn participant(&self, authorization: Option<&str>) -> crate::error::Result<String> {
+        let header = authorization.ok_or_else(|| {
+            crate::error::Error::Unauthorized(
+                "a DCP self-issued ID token is required as Authorization".into(),
+            )
+        })?;
+        self.federation.participant(header).await
+    }
+}

@@ -1,0 +1,155 @@
+//! Dataspace Protocol callers: a participant proves who it is with a self-issued ID token as
+//! the Decentralized Claims Protocol 1.0 defines it (`specifications/base.protocol.md`): a JWT
+//! with `iss` = `sub` = the participant's DID, `aud` = this node's DID, `jti`, `iat` and a
+//! short `exp`, signed (EdDSA) by a key its DID document lists under `capabilityInvocation`,
+//! chosen by `kid`. DID documents are fetched for partner hosts only (`--federation-partners`),
+//! as for node tokens, and a `jti` is accepted once, before a restart too. The presentation
+//! query of DCP (asking the participant's credential service for verifiable credentials) is
+//! not made: what a participant may read is what the sharing policies grant its DID.
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::did;
+use super::token::MAX_LIFETIME_SECS;
+use super::Federation;
+use crate::error::{Error, Result};
+
+/// Clock difference tolerated with a participant.
+const LEEWAY_SECS: u64 = 30;
+
+#[derive(Debug, Deserialize)]
+struct Claims {
+    iss: String,
+    sub: String,
+    iat: i64,
+    exp: i64,
+    jti: String,
+}
+
+fn rejected(why: &str) -> Error {
+    Error::Unauthorized(format!("DSP token rejected: {why}"))
+}
+
+/// The verification method `kid` names in `doc`, if `capabilityInvocation` lists it; without
+/// a `kid`, the only one listed there.
+fn invocation_key(doc: &Value, kid: Option<&str>) -> Option<String> {
+    let id = doc.get("id")?.as_str()?;
+    let listed: Vec<String> = doc
+        .get("capabilityInvocation")?
+        .as_array()?
+        .iter()
+        .filter_map(|m| match m {
+            Value::String(s) => Some(s.clone()),
+            other => other.get("id")?.as_str().map(str::to_owned),
+        })
+        .map(|m| {
+            if m.starts_with('#') {
+                format!("{id}{m}")
+            } else {
+                m
+            }
+        })
+        .collect();
+    match kid {
+        Some(kid) => {
+            let kid = if kid.starts_with('#') {
+                format!("{id}{kid}")
+            } else {
+                kid.to_owned()
+            };
+            listed.contains(&kid).then_some(kid)
+        }
+        None if listed.len() == 1 => listed.into_iter().next(),
+        None => None,
+    }
+}
+
+impl Federation {
+    /// The DID of the participant whose self-issued ID token `authorization` carries (the raw
+    /// JWT, or `Bearer <JWT>`: both are in use).
+    pub async fn participant(&self, authorization: &str) -> Result<String> {
+        let token = authorization
+            .strip_prefix("Bearer ")
+            .unwrap_or(authorization)
+            .trim();
+        let header = jsonwebtoken::decode_header(token).map_err(|_| rejected("malformed"))?;
+        if header.alg != Algorithm::EdDSA {
+            return Err(rejected("alg must be EdDSA"));
+        }
+        // Read before the signature is checked only to know whose key checks it.
+        let unverified = jsonwebtoken::dangerous::insecure_decode::<Claims>(token)
+            .map_err(|_| rejected("malformed claims"))?
+            .claims;
+        let issuer = unverified.iss;
+        if !issuer.starts_with("did:web:") || unverified.sub != issuer {
+            return Err(rejected("iss and sub must be the participant's did:web"));
+        }
+        let document = self.resolver.resolve(&issuer).await.map_err(|e| {
+            tracing::warn!(participant = issuer, error = %e, "could not resolve a DSP participant");
+            rejected("the participant's DID document could not be resolved")
+        })?;
+        let kid = invocation_key(&document, header.kid.as_deref())
+            .ok_or_else(|| rejected("kid names no capabilityInvocation key of the participant"))?;
+        let key = did::key_of(&document, &kid).ok_or_else(|| rejected("no Ed25519 key"))?;
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.set_audience(&[self.identity.node_did()]);
+        validation.set_issuer(&[&issuer]);
+        validation.set_required_spec_claims(&["exp", "iat", "aud", "iss", "sub"]);
+        validation.leeway = LEEWAY_SECS;
+        let claims = jsonwebtoken::decode::<Claims>(
+            token,
+            &DecodingKey::from_ed_der(key.as_bytes()),
+            &validation,
+        )
+        .map_err(|e| rejected(&e.to_string()))?
+        .claims;
+        let now = chrono::Utc::now().timestamp();
+        if claims.iat > now + LEEWAY_SECS as i64 {
+            return Err(rejected("iat is ahead of this node's clock"));
+        }
+        if claims.exp - claims.iat > MAX_LIFETIME_SECS || claims.iat > claims.exp {
+            return Err(rejected("lifetime too long"));
+        }
+        if claims.jti.is_empty()
+            || claims.jti.len() > 200
+            || claims.jti.contains(char::is_whitespace)
+        {
+            return Err(rejected("bad jti"));
+        }
+        let replay_key = format!("dsp {issuer} {}", claims.jti);
+        if !self.tokens.first_use(replay_key, claims.exp, now)? {
+            return Err(rejected("replayed"));
+        }
+        Ok(claims.sub)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_capability_invocation_keys_sign() {
+        let doc = json!({
+            "id": "did:web:c.example",
+            "verificationMethod": [{"id": "did:web:c.example#a"}, {"id": "did:web:c.example#b"}],
+            "capabilityInvocation": ["#a"],
+            "authentication": ["did:web:c.example#b"],
+        });
+        let key = |kid| invocation_key(&doc, kid);
+        assert_eq!(
+            key(Some("did:web:c.example#a")).as_deref(),
+            Some("did:web:c.example#a")
+        );
+        assert_eq!(key(Some("#a")).as_deref(), Some("did:web:c.example#a"));
+        assert_eq!(key(None).as_deref(), Some("did:web:c.example#a"));
+        assert_eq!(key(Some("did:web:c.example#b")), None);
+        let mut two = doc.clone();
+        two["capabilityInvocation"] = json!(["#a", {"id": "did:web:c.example#b"}]);
+        assert_eq!(invocation_key(&two, None), None);
+        assert!(invocation_key(&two, Some("#b")).is_some());
+    }
+}

@@ -1,0 +1,159 @@
+//! A Dataspace Protocol consumer written in the tests, not the node's code: a connector whose
+//! participant DID (`did:web:127.0.0.1%3A<port>:org:connector`) is served from its own server
+//! on loopback with its own Ed25519 key, which signs its DCP self-issued ID tokens.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode as Status;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use ed25519_dalek::pkcs8::EncodePrivateKey;
+use ed25519_dalek::SigningKey;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use crate::common::TestNode;
+
+pub const CONTEXT: &str = "https://w3id.org/dspace/2025/1/context.jsonld";
+
+struct Served {
+    did: String,
+    x: String,
+    base: String,
+}
+
+pub struct Consumer {
+    /// The participant DID.
+    pub did: String,
+    /// `host:port`, which the node lists as a partner.
+    pub host: String,
+    key: SigningKey,
+    server: tokio::task::JoinHandle<()>,
+}
+
+/// Claims of a self-issued ID token, each settable by a test.
+pub struct Claims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub iat: i64,
+    pub exp: i64,
+    pub jti: String,
+    pub kid: Option<String>,
+}
+
+impl Consumer {
+    pub async fn serve(listener: TcpListener) -> Self {
+        let host = listener.local_addr().unwrap().to_string();
+        let did = format!("did:web:{}:org:connector", host.replace(':', "%3A"));
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let served = Arc::new(Served {
+            did: did.clone(),
+            x: URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes()),
+            base: format!("http://{host}"),
+        });
+        let app = Router::new()
+            .route("/org/connector/did.json", get(document))
+            // The node tells a partner's organisation of its shares; a connector ignores them.
+            .route("/federation/inbox", post(|| async { Status::ACCEPTED }))
+            .with_state(served);
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self {
+            did,
+            host,
+            key,
+            server,
+        }
+    }
+
+    /// Good claims for a request to `node`.
+    pub fn claims(&self, node: &TestNode) -> Claims {
+        let now = chrono::Utc::now().timestamp();
+        Claims {
+            iss: self.did.clone(),
+            sub: self.did.clone(),
+            aud: node_did(node),
+            iat: now,
+            exp: now + 120,
+            jti: uuid::Uuid::new_v4().to_string(),
+            kid: Some(format!("{}#key-1", self.did)),
+        }
+    }
+
+    /// A self-issued ID token with `claims`, signed by the connector's key.
+    pub fn sign(&self, claims: &Claims) -> String {
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.kid = claims.kid.clone();
+        let der = self.key.to_pkcs8_der().unwrap();
+        let body = json!({
+            "iss": claims.iss, "sub": claims.sub, "aud": claims.aud,
+            "iat": claims.iat, "exp": claims.exp, "jti": claims.jti,
+        });
+        jsonwebtoken::encode(&header, &body, &EncodingKey::from_ed_der(der.as_bytes())).unwrap()
+    }
+
+    /// A fresh token for `node`, sent as the raw JWT (as EDC sends it).
+    pub fn token(&self, node: &TestNode) -> String {
+        self.sign(&self.claims(node))
+    }
+
+    /// `POST <dsp>/catalog/request` with `message` and the `Authorization` value `auth`.
+    pub async fn catalog_with(
+        &self,
+        node: &TestNode,
+        url: &str,
+        auth: Option<&str>,
+        message: &Value,
+    ) -> reqwest::Response {
+        let mut req = node.client.post(url).json(message);
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        req.send().await.unwrap()
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+pub fn node_did(node: &TestNode) -> String {
+    format!(
+        "did:web:{}",
+        node.base.trim_start_matches("http://").replace(':', "%3A")
+    )
+}
+
+/// The connector's DID document: its key, usable for capability invocation (what signs DCP
+/// self-issued tokens), and a second one that is not.
+async fn document(State(served): State<Arc<Served>>) -> Json<Value> {
+    let did = &served.did;
+    let method = |id: &str| {
+        json!({
+            "id": format!("{did}#{id}"),
+            "type": "JsonWebKey2020",
+            "controller": did,
+            "publicKeyJwk": {"kty": "OKP", "crv": "Ed25519", "x": served.x},
+        })
+    };
+    Json(json!({
+        "@context": ["https://www.w3.org/ns/did/v1"],
+        "id": did,
+        "verificationMethod": [method("key-1"), method("auth-only")],
+        "capabilityInvocation": [format!("{did}#key-1")],
+        "authentication": [format!("{did}#auth-only")],
+        "service": [{
+            "id": format!("{did}#federation"),
+            "type": "DataspaceNodeFederation",
+            "serviceEndpoint": format!("{}/federation", served.base),
+        }],
+    }))
+}
