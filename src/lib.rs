@@ -129,6 +129,14 @@ pub async fn run(
             }
         })?
     };
+    let negotiating = {
+        let (dsp, closing) = (node.dsp.clone(), node.closing.subscribe());
+        tokio::spawn(async move {
+            if let Err(e) = dsp.deliver(closing).await {
+                tracing::error!(error = %e, "DSP message delivery stopped");
+            }
+        })
+    };
     let replicating = node.replica.clone().map(|replica| {
         let closing = node.closing.subscribe();
         tokio::spawn(replica.run(closing))
@@ -174,6 +182,7 @@ pub async fn run(
     // The delivery task ends on the closing signal; what it had not sent stays in the store.
     let _ = outbox.await;
     let _ = hooks.await;
+    let _ = negotiating.await;
     let _ = flusher.await;
     if let Some(task) = replicating {
         // Unshipped entries stay in the store's log for the next start.

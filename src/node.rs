@@ -41,7 +41,7 @@ pub struct Node {
     pub sparql: Sparql,
     pub federation: Arc<Federation>,
     /// The Dataspace Protocol provider: connectors' catalog.
-    pub dsp: crate::dsp::Dsp,
+    pub dsp: Arc<crate::dsp::Dsp>,
     /// Organisations' webhook subscriptions.
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     /// The SPARQL engine mirroring the contribution graphs, when one is configured.
@@ -150,12 +150,13 @@ impl Node {
             listing.clone(),
             replica.clone(),
         );
-        let dsp = crate::dsp::Dsp::new(
+        let dsp = Arc::new(crate::dsp::Dsp::new(
             identity.clone(),
             store.clone(),
             sharing.clone(),
             federation.clone(),
-        );
+        ));
+        store.register(&dsp);
         let vocabulary = Vocabulary::load()?;
         let from_snapshot = snapshot.is_some();
         // The snapshot's bytes (or the rebuild's query results) are freed; without this the

@@ -95,7 +95,7 @@ impl Dsp {
     /// Blocking.
     pub fn dataset(&self, participant: &str, id: &str) -> Result<Value> {
         let not_found = || Error::NotFound(format!("no dataset {id} is offered to you"));
-        let hex = id.strip_prefix(DATASET).ok_or_else(not_found)?;
+        let hex = dataset_hex(id).ok_or_else(not_found)?;
         let bits = listing::id_bits(hex).ok_or_else(not_found)?;
         if !self.sharing.shares_with(participant, bits) {
             return Err(not_found());
@@ -107,9 +107,10 @@ impl Dsp {
         Ok(dataset)
     }
 
-    /// The dataset of this node's consignment `hex` as offered to `participant`; `None` for a
-    /// consignment this node does not publish (a partner's, which its own node offers).
-    fn dataset_of(&self, participant: &str, hex: &str, inline: bool) -> Result<Option<Value>> {
+    /// What this node offers `participant` of its consignment `hex`: the publisher, the
+    /// summary columns and the offer's permission. `None` for a consignment this node does
+    /// not publish (a partner's, which its own node offers). Blocking.
+    pub(super) fn offered(&self, participant: &str, hex: &str) -> Result<Option<Offered>> {
         let record = graphs::consignment(hex);
         let publisher =
             match self
@@ -138,24 +139,60 @@ impl Dsp {
                 .map(|c| json!({"action": "use", "constraint": c}))
                 .collect()
         };
+        Ok(Some(Offered {
+            publisher,
+            summary,
+            permission,
+        }))
+    }
+
+    /// The dataset of this node's consignment `hex` as offered to `participant`.
+    fn dataset_of(&self, participant: &str, hex: &str, inline: bool) -> Result<Option<Value>> {
+        let Some(offered) = self.offered(participant, hex)? else {
+            return Ok(None);
+        };
         let service = if inline {
             self.data_service()
         } else {
             json!(format!("{}#dsp", self.identity.node_did()))
         };
         Ok(Some(json!({
-            "@id": format!("{DATASET}{hex}"),
+            "@id": dataset_id(hex),
             "@type": "Dataset",
-            "title": title(&summary, hex),
-            "description": description(&summary, &publisher),
+            "title": title(&offered.summary, hex),
+            "description": description(&offered.summary, &offered.publisher),
             "hasPolicy": [{
                 "@id": offer_id(hex, participant),
                 "@type": "Offer",
-                "permission": permission,
+                "permission": offered.permission,
             }],
             "distribution": [{"@type": "Distribution", "format": FORMAT, "accessService": service}],
         })))
     }
+}
+
+/// What is offered of one consignment.
+pub(super) struct Offered {
+    pub publisher: NamedNode,
+    pub summary: Value,
+    pub permission: Vec<Value>,
+}
+
+pub fn dataset_id(hex: &str) -> String {
+    format!("{DATASET}{hex}")
+}
+
+/// The consignment (aig hex) a dataset id names.
+pub fn dataset_hex(id: &str) -> Option<&str> {
+    let hex = id.strip_prefix(DATASET)?;
+    listing::id_bits(hex).map(|_| hex)
+}
+
+/// The consignment (aig hex) and participant key an offer id names.
+pub fn offer_parts(id: &str) -> Option<(&str, &str)> {
+    let rest = id.strip_prefix("urn:dataspace-node:offer:")?;
+    let (hex, key) = rest.split_once(':')?;
+    listing::id_bits(hex).map(|_| (hex, key))
 }
 
 /// The offer of dataset `hex` to `participant`: stable, one per pair.

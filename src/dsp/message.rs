@@ -35,6 +35,25 @@ pub fn check<'a>(body: &'a Value, kind: &str) -> Result<&'a Map<String, Value>> 
     Ok(object)
 }
 
+/// A required string member, 400 naming it otherwise.
+pub fn required_str(m: &Map<String, Value>, name: &str) -> Result<String> {
+    match m.get(name) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => Err(Error::invalid_field(name, "required, a string")),
+    }
+}
+
+/// A message about process `p` names both its pids.
+pub fn pids(m: &Map<String, Value>, p: &super::process::Process) -> Result<()> {
+    if required_str(m, "providerPid")? != p.provider_pid {
+        return Err(Error::invalid_field("providerPid", "not this process's"));
+    }
+    if required_str(m, "consumerPid")? != p.consumer_pid {
+        return Err(Error::invalid_field("consumerPid", "not this process's"));
+    }
+    Ok(())
+}
+
 /// An error body of the protocol: `kind` is `CatalogError`, `ContractNegotiationError` or
 /// `TransferError`; the code is the HTTP status.
 pub fn error_body(kind: &str, status: u16, reason: &str) -> Value {

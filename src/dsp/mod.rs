@@ -4,11 +4,17 @@
 //! (`federation::participant`); what it is offered is what the policies share with it, one
 //! dataset per consignment. The protocol adds no second permission system.
 //!
-//! Layout: `catalog` (the catalog and its datasets), `message` (checks of what connectors
-//! send, the protocol's error bodies).
+//! Layout: `catalog` (the catalog and its datasets), `negotiation` (contract negotiation,
+//! agreeing to the offers the node made), `process` (a negotiation's or transfer's stored
+//! state and the message it still has to send), `deliver` (the task sending those messages to
+//! consumers' callbacks, with retries), `message` (checks of what connectors send, the
+//! protocol's error bodies).
 
 pub mod catalog;
+pub mod deliver;
 pub mod message;
+pub mod negotiation;
+pub mod process;
 
 use std::sync::Arc;
 
@@ -33,6 +39,9 @@ pub struct Dsp {
     store: Arc<Store>,
     sharing: Arc<Sharing>,
     federation: Arc<Federation>,
+    /// Wakes the delivery task with the provider pid of a process that queued a message.
+    wake_tx: tokio::sync::mpsc::UnboundedSender<String>,
+    wake_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
 }
 
 impl Dsp {
@@ -42,11 +51,14 @@ impl Dsp {
         sharing: Arc<Sharing>,
         federation: Arc<Federation>,
     ) -> Self {
+        let (wake_tx, wake_rx) = tokio::sync::mpsc::unbounded_channel();
         Self {
             identity,
             store,
             sharing,
             federation,
+            wake_tx,
+            wake_rx: std::sync::Mutex::new(Some(wake_rx)),
         }
     }
 

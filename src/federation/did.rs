@@ -36,7 +36,7 @@ pub fn node_of(org_did: &str) -> Option<&str> {
 }
 
 /// The host (with port) a did:web names, as the allow-list writes it.
-fn host_of(did: &str) -> Option<String> {
+pub fn host_of(did: &str) -> Option<String> {
     let id = did.strip_prefix("did:web:")?;
     let host = id.split(':').next()?;
     Some(

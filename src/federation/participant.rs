@@ -126,6 +126,64 @@ impl Federation {
     }
 }
 
+impl Federation {
+    /// `url` parsed, if the provider may call participant `participant` back there: on the
+    /// host of its DID (a partner host), over HTTPS unless that host is allowed plain HTTP.
+    /// A connector names its callback address; nothing else is ever called.
+    pub fn callback_of(
+        &self,
+        participant: &str,
+        url: &str,
+    ) -> std::result::Result<url::Url, String> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+        let host = match (parsed.host_str(), parsed.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            _ => return Err("no host".into()),
+        };
+        let own = did::host_of(participant).unwrap_or_default();
+        if host.to_ascii_lowercase() != own || !self.resolver.is_partner_host(&own) {
+            return Err(format!("not on the participant's own host {own}"));
+        }
+        let http_ok = self.resolver.allow_http().contains(&own);
+        match parsed.scheme() {
+            "https" => Ok(parsed),
+            "http" if http_ok => Ok(parsed),
+            _ => Err("https only".into()),
+        }
+    }
+
+    /// POSTs a protocol message to a participant's callback, with the node's own self-issued
+    /// ID token (`iss` = `sub` = the node's DID, `aud` the participant). No redirects; the
+    /// answer's body is not read.
+    pub async fn call_back(
+        &self,
+        url: &url::Url,
+        body: &Value,
+        participant: &str,
+    ) -> std::result::Result<(), String> {
+        let node = self.identity.node_did();
+        let token = self
+            .tokens
+            .issue(&node, participant)
+            .map_err(|e| e.to_string())?;
+        let response = self
+            .client
+            .post(url.clone())
+            .header("authorization", format!("Bearer {token}"))
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        let status = response.status();
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("{url}: status {status}"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,8 @@ use super::extract::{Body, PathParams, QueryParams};
 use super::reads::{blocking, org_share};
 use crate::consignment::parse_limit;
 use crate::dsp::message::error_body;
-use crate::error::Error;
+use crate::dsp::Dsp;
+use crate::error::{Error, Result};
 use crate::node::Node;
 
 type Params = QueryParams<HashMap<String, String>>;
@@ -23,6 +24,12 @@ type Params = QueryParams<HashMap<String, String>>;
 /// An error as the protocol answers it in `kind`'s area: the status the node API would give,
 /// the message as the reason (a generic one for the node's own failures, which are logged).
 fn dsp_error(kind: &str, error: Error) -> Response {
+    dsp_error_about(kind, error, None)
+}
+
+/// The same, for a process: its pids as far as known (the negotiation and transfer error
+/// bodies require both; an unknown one is empty).
+fn dsp_error_about(kind: &str, error: Error, pids: Option<(&str, &str)>) -> Response {
     let reason = error.to_string();
     let status = error.into_response().status();
     let reason = if status.is_server_error() {
@@ -30,7 +37,12 @@ fn dsp_error(kind: &str, error: Error) -> Response {
     } else {
         reason
     };
-    (status, Json(error_body(kind, status.as_u16(), &reason))).into_response()
+    let mut body = error_body(kind, status.as_u16(), &reason);
+    if let Some((provider, consumer)) = pids {
+        body["providerPid"] = Value::from(provider);
+        body["consumerPid"] = Value::from(consumer);
+    }
+    (status, Json(body)).into_response()
 }
 
 fn authorization(headers: &HeaderMap) -> Option<&str> {
@@ -110,4 +122,130 @@ pub async fn dataset(
         Ok(d) => (StatusCode::OK, Json(d)).into_response(),
         Err(e) => dsp_error(KIND, e),
     }
+}
+
+/// What a negotiation or transfer handler does once the participant is known, off the async
+/// threads: the status and body to answer (`None`: no body).
+type Work = Box<dyn FnOnce(&Dsp, &str, &Value) -> Result<(StatusCode, Option<Value>)> + Send>;
+
+/// Runs `work` for the participant of the request with its JSON body (`Value::Null` for a
+/// GET), answering failures as `kind` about provider pid `pid`.
+async fn process_call(
+    node: Arc<Node>,
+    headers: &HeaderMap,
+    kind: &'static str,
+    pid: &str,
+    body: Option<Body>,
+    work: Work,
+) -> Response {
+    let message: Value = match body.map(|b| serde_json::from_slice::<Value>(&b.0)) {
+        None => Value::Null,
+        Some(Ok(v)) => v,
+        Some(Err(e)) => {
+            let e = Error::bad_request(format!("not JSON: {e}"));
+            return dsp_error_about(kind, e, Some((pid, "")));
+        }
+    };
+    let consumer = message["consumerPid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let participant = match node.dsp.participant(authorization(headers)).await {
+        Ok(p) => p,
+        Err(e) => return dsp_error_about(kind, e, Some((pid, &consumer))),
+    };
+    let worker = node.clone();
+    let who = participant.clone();
+    let done = blocking(org_share(&node, &participant), move || {
+        work(&worker.dsp, &who, &message)
+    })
+    .await;
+    match done {
+        Ok((status, Some(body))) => (status, Json(body)).into_response(),
+        Ok((status, None)) => status.into_response(),
+        Err(e) => dsp_error_about(kind, e, Some((pid, &consumer))),
+    }
+}
+
+const NEGOTIATION: &str = "ContractNegotiationError";
+
+/// `GET <dsp>/negotiations/{providerPid}`
+pub async fn negotiation(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(pid): PathParams<String>,
+) -> Response {
+    let id = pid.clone();
+    let work: Work =
+        Box::new(move |dsp, who, _| Ok((StatusCode::OK, Some(dsp.negotiation(who, &id)?))));
+    process_call(node, &headers, NEGOTIATION, &pid, None, work).await
+}
+
+/// `POST <dsp>/negotiations/request`: 201 `ContractNegotiation`, `REQUESTED`.
+pub async fn request_negotiation(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let work: Work =
+        Box::new(|dsp, who, m| Ok((StatusCode::CREATED, Some(dsp.request_negotiation(who, m)?))));
+    process_call(node, &headers, NEGOTIATION, "", Some(body), work).await
+}
+
+/// `POST <dsp>/negotiations/{providerPid}/<step>`: `request` (a counter-request), `events`,
+/// `agreement/verification`, `termination`.
+async fn negotiation_step(
+    node: Arc<Node>,
+    headers: HeaderMap,
+    pid: String,
+    body: Body,
+    step: &'static str,
+) -> Response {
+    let id = pid.clone();
+    let work: Work = Box::new(move |dsp, who, m| {
+        match step {
+            "verification" => dsp.verify_agreement(who, &id, m)?,
+            "termination" => dsp.terminate_negotiation(who, &id, m)?,
+            "request" => dsp.negotiation_out_of_order(who, &id, m, "ContractRequestMessage")?,
+            _ => dsp.negotiation_out_of_order(who, &id, m, "ContractNegotiationEventMessage")?,
+        }
+        Ok((StatusCode::OK, None))
+    });
+    process_call(node, &headers, NEGOTIATION, &pid, Some(body), work).await
+}
+
+pub async fn counter_request(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(pid): PathParams<String>,
+    body: Body,
+) -> Response {
+    negotiation_step(node, headers, pid, body, "request").await
+}
+
+pub async fn negotiation_event(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(pid): PathParams<String>,
+    body: Body,
+) -> Response {
+    negotiation_step(node, headers, pid, body, "events").await
+}
+
+pub async fn verify_agreement(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(pid): PathParams<String>,
+    body: Body,
+) -> Response {
+    negotiation_step(node, headers, pid, body, "verification").await
+}
+
+pub async fn terminate_negotiation(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(pid): PathParams<String>,
+    body: Body,
+) -> Response {
+    negotiation_step(node, headers, pid, body, "termination").await
 }

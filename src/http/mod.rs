@@ -52,6 +52,30 @@ pub fn router(node: Arc<Node>) -> Router {
             &format!("{DSP_PATH}/catalog/datasets/{{id}}"),
             get(dsp::dataset),
         )
+        .route(
+            &format!("{DSP_PATH}/negotiations/request"),
+            post(dsp::request_negotiation),
+        )
+        .route(
+            &format!("{DSP_PATH}/negotiations/{{pid}}"),
+            get(dsp::negotiation),
+        )
+        .route(
+            &format!("{DSP_PATH}/negotiations/{{pid}}/request"),
+            post(dsp::counter_request),
+        )
+        .route(
+            &format!("{DSP_PATH}/negotiations/{{pid}}/events"),
+            post(dsp::negotiation_event),
+        )
+        .route(
+            &format!("{DSP_PATH}/negotiations/{{pid}}/agreement/verification"),
+            post(dsp::verify_agreement),
+        )
+        .route(
+            &format!("{DSP_PATH}/negotiations/{{pid}}/termination"),
+            post(dsp::terminate_negotiation),
+        )
         .route("/org/{id}/did.json", get(federation::organization_document))
         .route("/federation/inbox", post(federation::inbox))
         .route("/federation/datasets", get(federation::dataset))

@@ -60,6 +60,8 @@ pub enum Committed {
     ReplicationLogged { seq: u64, ms: i64 },
     /// Audit entry `seq` was written, about `org` (`None`: about the node as a whole).
     Audited { seq: u64, org: Option<String> },
+    /// A Dataspace Protocol negotiation or transfer has a message to send to its consumer.
+    DspQueued { pid: String },
 }
 
 /// What an applied activity did to a consignment, as its subscribers are told.
@@ -106,7 +108,8 @@ impl Committed {
             | Committed::SubscriptionStored { .. }
             | Committed::SubscriptionRemoved { .. }
             | Committed::ReplicationLogged { .. }
-            | Committed::Audited { .. } => None,
+            | Committed::Audited { .. }
+            | Committed::DspQueued { .. } => None,
         }
     }
 }

@@ -18,6 +18,11 @@ pub fn ended_sessions() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}sessions"))
 }
 
+/// Dataspace Protocol negotiations and transfers, one JSON state each.
+pub fn dsp() -> NamedNode {
+    NamedNode::new_unchecked(format!("{SYSTEM}dsp"))
+}
+
 /// Who changed which key, user, role or policy, and when.
 pub fn audit() -> NamedNode {
     NamedNode::new_unchecked(format!("{SYSTEM}audit"))

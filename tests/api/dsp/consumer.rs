@@ -2,9 +2,11 @@
 //! participant DID (`did:web:127.0.0.1%3A<port>:org:connector`) is served from its own server
 //! on loopback with its own Ed25519 key, which signs its DCP self-issued ID tokens.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode as Status;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -21,17 +23,25 @@ use crate::common::TestNode;
 pub const CONTEXT: &str = "https://w3id.org/dspace/2025/1/context.jsonld";
 
 struct Served {
-    did: String,
+    /// The connector's host DID prefix: `did:web:127.0.0.1%3A<port>`.
+    host_did: String,
     x: String,
     base: String,
+    /// The messages the provider sent to the callback: path under it, body.
+    received: Mutex<Vec<(String, Value)>>,
+    /// The status the callback answers.
+    answer: AtomicU16,
 }
 
 pub struct Consumer {
     /// The participant DID.
     pub did: String,
+    /// Where the provider calls back (`<base>/callback`).
+    pub callback: String,
     /// `host:port`, which the node lists as a partner.
     pub host: String,
     key: SigningKey,
+    served: Arc<Served>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -49,27 +59,68 @@ pub struct Claims {
 impl Consumer {
     pub async fn serve(listener: TcpListener) -> Self {
         let host = listener.local_addr().unwrap().to_string();
-        let did = format!("did:web:{}:org:connector", host.replace(':', "%3A"));
+        let host_did = format!("did:web:{}", host.replace(':', "%3A"));
+        let did = format!("{host_did}:org:connector");
         let key = SigningKey::from_bytes(&[7; 32]);
         let served = Arc::new(Served {
-            did: did.clone(),
+            host_did,
             x: URL_SAFE_NO_PAD.encode(key.verifying_key().to_bytes()),
             base: format!("http://{host}"),
+            received: Mutex::new(Vec::new()),
+            answer: AtomicU16::new(200),
         });
         let app = Router::new()
-            .route("/org/connector/did.json", get(document))
+            .route("/org/{name}/did.json", get(document))
             // The node tells a partner's organisation of its shares; a connector ignores them.
             .route("/federation/inbox", post(|| async { Status::ACCEPTED }))
-            .with_state(served);
+            .route("/callback/{*rest}", post(callback))
+            .with_state(served.clone());
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
         Self {
+            callback: format!("http://{host}/callback"),
             did,
             host,
             key,
+            served,
             server,
         }
+    }
+
+    /// Another participant of the same connector host (its own DID, the same key).
+    pub fn other(&self, name: &str) -> String {
+        format!("{}:org:{name}", self.served.host_did)
+    }
+
+    /// Makes the callback answer `status` from now on.
+    pub fn answer(&self, status: u16) {
+        self.served.answer.store(status, Ordering::SeqCst);
+    }
+
+    /// How many messages arrived at the callback so far.
+    pub fn received_count(&self) -> usize {
+        self.served.received.lock().unwrap().len()
+    }
+
+    /// The first message that arrived at `path` under the callback, waiting for it (the bound
+    /// is only against a hang).
+    pub async fn wait_for(&self, path: &str) -> Value {
+        for _ in 0..2400 {
+            let found = self
+                .served
+                .received
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, b)| b.clone());
+            if let Some(body) = found {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("nothing arrived at {path}");
     }
 
     /// Good claims for a request to `node`.
@@ -96,6 +147,15 @@ impl Consumer {
             "iat": claims.iat, "exp": claims.exp, "jti": claims.jti,
         });
         jsonwebtoken::encode(&header, &body, &EncodingKey::from_ed_der(der.as_bytes())).unwrap()
+    }
+
+    /// A fresh token of participant `did` (of this connector's host) for `node`.
+    pub fn token_as(&self, node: &TestNode, did: &str) -> String {
+        let mut claims = self.claims(node);
+        claims.iss = did.to_owned();
+        claims.sub = did.to_owned();
+        claims.kid = Some(format!("{did}#key-1"));
+        self.sign(&claims)
     }
 
     /// A fresh token for `node`, sent as the raw JWT (as EDC sends it).
@@ -132,10 +192,21 @@ pub fn node_did(node: &TestNode) -> String {
     )
 }
 
-/// The connector's DID document: its key, usable for capability invocation (what signs DCP
-/// self-issued tokens), and a second one that is not.
-async fn document(State(served): State<Arc<Served>>) -> Json<Value> {
-    let did = &served.did;
+/// What the provider sends to the callback, kept; answered with the status set.
+async fn callback(
+    State(served): State<Arc<Served>>,
+    Path(rest): Path<String>,
+    Json(body): Json<Value>,
+) -> Status {
+    let status = served.answer.load(Ordering::SeqCst);
+    served.received.lock().unwrap().push((rest, body));
+    Status::from_u16(status).unwrap()
+}
+
+/// A participant's DID document: the connector's key, usable for capability invocation (what
+/// signs DCP self-issued tokens), and a second one that is not.
+async fn document(State(served): State<Arc<Served>>, Path(name): Path<String>) -> Json<Value> {
+    let did = &format!("{}:org:{name}", served.host_did);
     let method = |id: &str| {
         json!({
             "id": format!("{did}#{id}"),

@@ -4,6 +4,7 @@
 //! DSP 2025-1 JSON Schemas (`schemas`).
 
 mod consumer;
+mod negotiation;
 mod schemas;
 
 use reqwest::StatusCode;

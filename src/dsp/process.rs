@@ -1,0 +1,164 @@
+//! A negotiation or a transfer as the node keeps it: one JSON state in the DSP system graph
+//! (`<urn:dataspace-node:dsp:<uuid>> dsn:dspProcess`), written in the transaction of each
+//! change, with the message still to send to the consumer — so a restart continues where it
+//! was, and a message is sent only after the change that calls for it committed.
+
+use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+use oxigraph::store::Transaction;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::store::{graphs, Committed, Events, Store};
+use crate::vocab::{dsn, RDF_JSON};
+
+const PREFIX: &str = "urn:dataspace-node:dsp:";
+
+/// A message for the consumer, and the state its acknowledgement brings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outgoing {
+    /// Under the consumer's callback address.
+    pub path: String,
+    pub body: Value,
+    pub then: String,
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Process {
+    /// `negotiation` or `transfer`.
+    pub kind: String,
+    pub provider_pid: String,
+    pub consumer_pid: String,
+    /// The participant DID it is with.
+    pub participant: String,
+    pub callback: String,
+    /// The dataset's consignment (aig hex).
+    pub dataset: String,
+    pub state: String,
+    /// A negotiation's agreement, once made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<Value>,
+    /// A transfer's agreement id, and the SHA-256 of the bearer token its pull takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outgoing: Option<Outgoing>,
+    pub created: String,
+    pub updated: String,
+}
+
+/// The uuid of a provider pid (`urn:uuid:<uuid>`, or the bare uuid in a path).
+pub fn uuid_of(pid: &str) -> Option<&str> {
+    let id = pid.strip_prefix("urn:uuid:").unwrap_or(pid);
+    uuid::Uuid::parse_str(id).ok().map(|_| id)
+}
+
+fn node(uuid: &str) -> NamedNode {
+    NamedNode::new_unchecked(format!("{PREFIX}{uuid}"))
+}
+
+fn quad(uuid: &str, json: String) -> Quad {
+    Quad::new(
+        node(uuid),
+        dsn("dspProcess"),
+        Literal::new_typed_literal(json, NamedNode::new_unchecked(RDF_JSON)),
+        GraphName::NamedNode(graphs::dsp()),
+    )
+}
+
+fn parse(term: &Term) -> Option<Process> {
+    match term {
+        Term::Literal(l) => serde_json::from_str(l.value()).ok(),
+        _ => None,
+    }
+}
+
+impl Process {
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self.state.as_str(),
+            "FINALIZED" | "TERMINATED" | "COMPLETED"
+        )
+    }
+
+    /// The process as its provider pid's uuid names it, as the store has it now.
+    pub fn load(store: &Store, pid: &str) -> Result<Option<Process>> {
+        let Some(uuid) = uuid_of(pid) else {
+            return Ok(None);
+        };
+        Ok(store
+            .value(&node(uuid), &dsn("dspProcess"), &graphs::dsp())?
+            .as_ref()
+            .and_then(parse))
+    }
+
+    /// The same, in a transaction.
+    pub fn load_in(tx: &Transaction<'_>, pid: &str) -> Result<Option<Process>> {
+        let Some(uuid) = uuid_of(pid) else {
+            return Ok(None);
+        };
+        let (n, p, g) = (node(uuid), dsn("dspProcess"), graphs::dsp());
+        for q in tx.quads_for_pattern(
+            Some(n.as_ref().into()),
+            Some(p.as_ref()),
+            None,
+            Some(g.as_ref().into()),
+        ) {
+            if let Some(found) = parse(&q?.object) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes this state in place of the stored one; a message to send wakes the sender.
+    pub fn save(&self, tx: &mut Transaction<'_>, events: &mut Events) -> Result<()> {
+        let uuid = uuid_of(&self.provider_pid)
+            .ok_or_else(|| Error::internal("a process without a uuid"))?
+            .to_owned();
+        let (n, p, g) = (node(&uuid), dsn("dspProcess"), graphs::dsp());
+        let old: Vec<Quad> = tx
+            .quads_for_pattern(
+                Some(n.as_ref().into()),
+                Some(p.as_ref()),
+                None,
+                Some(g.as_ref().into()),
+            )
+            .collect::<std::result::Result<_, _>>()?;
+        for q in &old {
+            tx.remove(q);
+        }
+        let json = serde_json::to_string(self).map_err(Error::internal)?;
+        tx.insert(&quad(&uuid, json));
+        if self.outgoing.is_some() {
+            events.push(Committed::DspQueued {
+                pid: self.provider_pid.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every stored process (start-up: the messages still to send; a revocation: the
+    /// transfers it ends). Blocking.
+    pub fn all(store: &Store) -> Result<Vec<Process>> {
+        let (p, g) = (dsn("dspProcess"), graphs::dsp());
+        let mut out = Vec::new();
+        for q in store
+            .db()
+            .quads_for_pattern(None, Some(p.as_ref()), None, Some(g.as_ref().into()))
+        {
+            let q = q?;
+            if let (NamedOrBlankNode::NamedNode(_), Some(process)) = (&q.subject, parse(&q.object))
+            {
+                out.push(process);
+            }
+        }
+        Ok(out)
+    }
+}
