@@ -29,11 +29,29 @@ fn backoff(attempts: u32) -> Duration {
         .min(MAX_BACKOFF)
 }
 
+/// What wakes the delivery task: a process with a message to send, or a share withdrawn
+/// (whose transfers end).
+#[derive(Debug)]
+pub enum Wake {
+    Queued(String),
+    Unshared { org: String, hex: String },
+}
+
 impl ReadModel for Dsp {
     fn apply(&self, event: &Committed) {
-        if let Committed::DspQueued { pid } = event {
-            // The receiver is gone only when the node shuts down; the message stays stored.
-            let _ = self.wake_tx.send(pid.clone());
+        // The receiver is gone only when the node shuts down; what it would do is stored.
+        match event {
+            Committed::DspQueued { pid } => {
+                let _ = self.wake_tx.send(Wake::Queued(pid.clone()));
+            }
+            Committed::Unshared { org, aig, .. } => {
+                let hex = aig.strip_prefix("aig:").unwrap_or(aig).to_owned();
+                let _ = self.wake_tx.send(Wake::Unshared {
+                    org: org.clone(),
+                    hex,
+                });
+            }
+            _ => {}
         }
     }
 }
@@ -60,7 +78,16 @@ impl Dsp {
             let next = due.values().min().copied();
             tokio::select! {
                 woken = wake.recv() => match woken {
-                    Some(pid) => { due.insert(pid, Instant::now()); }
+                    Some(Wake::Queued(pid)) => { due.insert(pid, Instant::now()); }
+                    Some(Wake::Unshared { org, hex }) => {
+                        let dsp = self.clone();
+                        let ended = tokio::task::spawn_blocking(move || {
+                            dsp.share_withdrawn(&org, &hex)
+                        });
+                        if let Ok(Err(e)) = ended.await {
+                            tracing::error!(error = %e, "transfers of a revoked share not ended");
+                        }
+                    }
                     None => return Ok(()),
                 },
                 _ = async { tokio::time::sleep_until(next.unwrap_or_else(Instant::now)).await },

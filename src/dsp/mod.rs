@@ -7,7 +7,8 @@
 //! Layout: `catalog` (the catalog and its datasets), `negotiation` (contract negotiation,
 //! agreeing to the offers the node made), `process` (a negotiation's or transfer's stored
 //! state and the message it still has to send), `deliver` (the task sending those messages to
-//! consumers' callbacks, with retries), `message` (checks of what connectors send, the
+//! consumers' callbacks, with retries), `transfer` (HTTP-pull transfers: the start with a
+//! bearer token, the pull's check, suspension, completion, termination, revoked shares), `message` (checks of what connectors send, the
 //! protocol's error bodies).
 
 pub mod catalog;
@@ -15,6 +16,7 @@ pub mod deliver;
 pub mod message;
 pub mod negotiation;
 pub mod process;
+pub mod transfer;
 
 use std::sync::Arc;
 
@@ -39,9 +41,9 @@ pub struct Dsp {
     store: Arc<Store>,
     sharing: Arc<Sharing>,
     federation: Arc<Federation>,
-    /// Wakes the delivery task with the provider pid of a process that queued a message.
-    wake_tx: tokio::sync::mpsc::UnboundedSender<String>,
-    wake_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<String>>>,
+    /// Wakes the delivery task: a process queued a message, or a share was withdrawn.
+    wake_tx: tokio::sync::mpsc::UnboundedSender<deliver::Wake>,
+    wake_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<deliver::Wake>>>,
 }
 
 impl Dsp {

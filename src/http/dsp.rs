@@ -11,13 +11,17 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
 
+use oxigraph::io::RdfFormat;
+
 use super::extract::{Body, PathParams, QueryParams};
+use super::negotiate::{negotiate, negotiated};
 use super::reads::{blocking, org_share};
-use crate::consignment::parse_limit;
+use crate::consignment::{parse_limit, Scope};
 use crate::dsp::message::error_body;
 use crate::dsp::Dsp;
 use crate::error::{Error, Result};
 use crate::node::Node;
+use crate::views::linked::Linked;
 
 type Params = QueryParams<HashMap<String, String>>;
 
@@ -248,4 +252,84 @@ pub async fn terminate_negotiation(
     body: Body,
 ) -> Response {
     negotiation_step(node, headers, pid, body, "termination").await
+}
+
+const TRANSFER: &str = "TransferError";
+
+/// `GET <dsp>/transfers/{providerPid}`
+pub async fn transfer(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(pid): PathParams<String>,
+) -> Response {
+    let id = pid.clone();
+    let work: Work =
+        Box::new(move |dsp, who, _| Ok((StatusCode::OK, Some(dsp.transfer(who, &id)?))));
+    process_call(node, &headers, TRANSFER, &pid, None, work).await
+}
+
+/// `POST <dsp>/transfers/request`: 201 `TransferProcess`, `REQUESTED`.
+pub async fn request_transfer(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let work: Work =
+        Box::new(|dsp, who, m| Ok((StatusCode::CREATED, Some(dsp.request_transfer(who, m)?))));
+    process_call(node, &headers, TRANSFER, "", Some(body), work).await
+}
+
+/// `POST <dsp>/transfers/{providerPid}/{start|completion|suspension|termination}`
+pub async fn transfer_step(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams((pid, step)): PathParams<(String, String)>,
+    body: Body,
+) -> Response {
+    if !["start", "completion", "suspension", "termination"].contains(&step.as_str()) {
+        let e = Error::NotFound(format!("no transfer step {step}"));
+        return dsp_error_about(TRANSFER, e, Some((&pid, "")));
+    }
+    let id = pid.clone();
+    let work: Work = Box::new(move |dsp, who, m| {
+        dsp.transfer_step(who, &id, &step, m)?;
+        Ok((StatusCode::OK, None))
+    });
+    process_call(node, &headers, TRANSFER, &pid, Some(body), work).await
+}
+
+/// The forms a pull answers in: JSON-LD first (the default), then the other RDF syntaxes.
+const PULL: &[(&str, Linked)] = &[
+    ("application/ld+json", Linked::JsonLd),
+    ("text/turtle", Linked::Rdf(RdfFormat::Turtle)),
+    ("application/n-triples", Linked::Rdf(RdfFormat::NTriples)),
+    ("application/n-quads", Linked::Rdf(RdfFormat::NQuads)),
+    ("application/trig", Linked::Rdf(RdfFormat::TriG)),
+];
+
+/// `GET <dsp>/data/{transfer}` with the transfer's bearer token: the agreed consignment as the
+/// participant's organisation reads it as linked data.
+pub async fn pull(
+    State(node): State<Arc<Node>>,
+    headers: HeaderMap,
+    PathParams(uuid): PathParams<String>,
+) -> Result<Response> {
+    let (media_type, format) = negotiate(&headers, PULL)?;
+    let token = authorization(&headers)
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .ok_or_else(|| Error::Unauthorized("the transfer's bearer token is required".into()))?
+        .trim()
+        .to_owned();
+    let checking = node.clone();
+    let (participant, hex) =
+        tokio::task::spawn_blocking(move || checking.dsp.pull_target(&uuid, &token)).await??;
+    let reading = node.clone();
+    let who = participant.clone();
+    let bytes = blocking(org_share(&node, &participant), move || {
+        let caller = crate::auth::Caller::acting_for(String::new(), who);
+        let id = format!("aig:{hex}");
+        reading.views.linked(&caller, Scope::All, &id, format, None)
+    })
+    .await?;
+    Ok(negotiated(media_type, bytes))
 }

@@ -76,6 +76,16 @@ pub fn router(node: Arc<Node>) -> Router {
             &format!("{DSP_PATH}/negotiations/{{pid}}/termination"),
             post(dsp::terminate_negotiation),
         )
+        .route(
+            &format!("{DSP_PATH}/transfers/request"),
+            post(dsp::request_transfer),
+        )
+        .route(&format!("{DSP_PATH}/transfers/{{pid}}"), get(dsp::transfer))
+        .route(
+            &format!("{DSP_PATH}/transfers/{{pid}}/{{step}}"),
+            post(dsp::transfer_step),
+        )
+        .route(&format!("{DSP_PATH}/data/{{transfer}}"), get(dsp::pull))
         .route("/org/{id}/did.json", get(federation::organization_document))
         .route("/federation/inbox", post(federation::inbox))
         .route("/federation/datasets", get(federation::dataset))

@@ -6,6 +6,7 @@
 mod consumer;
 mod negotiation;
 mod schemas;
+mod transfer;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
