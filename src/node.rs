@@ -155,6 +155,7 @@ impl Node {
             store.clone(),
             sharing.clone(),
             federation.clone(),
+            listing.clone(),
         ));
         store.register(&dsp);
         let vocabulary = Vocabulary::load()?;

@@ -101,6 +101,15 @@ pub struct Args {
     /// Only the webhook section (on a fresh node of its own).
     #[arg(long)]
     pub webhooks_only: bool,
+    /// Consignments shared with a Dataspace Protocol connector (and a local agency) in the DSP
+    /// section, on the main run's store: catalog against shared list pages, negotiations and
+    /// transfers (up to 100) timed to the connector's callback, pulls against linked-data
+    /// reads (0 skips the section).
+    #[arg(long, default_value_t = 100)]
+    pub dsp_rounds: usize,
+    /// Only the DSP section (on a fresh node of its own).
+    #[arg(long)]
+    pub dsp_only: bool,
     /// Sequential Creates of each side of the metrics measurement (`--metrics false`, and
     /// `/metrics` counting and scraped every second), in four passes each; 0 skips the operations section: that and
     /// an online backup under four clients' Creates, on the main run's store).

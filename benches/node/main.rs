@@ -1,6 +1,6 @@
 //! Benchmark: starts a real node as a child process (temporary data dir, port 0), drives it
 //! through HTTP and prints one table — inbox, reads, SPARQL, routing, memory, start-up, disk,
-//! webhooks —
+//! webhooks, the Dataspace Protocol —
 //! each figure next to a baseline measured in the same run (raw Oxigraph, raw SPARQL, an axum
 //! hello-world endpoint), and writes the figures as JSON. `cargo bench --bench node --
 //! --help`.
@@ -9,6 +9,7 @@ mod baselines;
 mod bulk;
 mod cli;
 mod client;
+mod dsp;
 mod flood;
 mod intake;
 mod node;
@@ -243,6 +244,12 @@ fn main() {
         .build()
         .unwrap();
     let mut table = Table::default();
+    if args.dsp_only {
+        let fresh = tempfile::tempdir().unwrap();
+        client_rt.block_on(dsp::phase(&args, fresh.path(), &mut table, Instant::now()));
+        report::write(&args, &table, 0);
+        return;
+    }
     if args.webhooks_only {
         client_rt.block_on(webhooks::phase(&args, &mut table, Instant::now()));
         report::write(&args, &table, 0);
@@ -283,6 +290,9 @@ fn main() {
     }
     if args.webhook_creates > 0 {
         client_rt.block_on(webhooks::phase(&args, &mut table, started));
+    }
+    if args.dsp_rounds > 0 {
+        client_rt.block_on(dsp::phase(&args, &dir, &mut table, started));
     }
     report::write(&args, &table, measured.consignments);
 }

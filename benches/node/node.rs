@@ -41,6 +41,13 @@ pub fn serve_node(dir: &std::path::Path) {
         if let Some(hosts) = var("DATASPACE_NODE_WEBHOOK_ALLOW_HTTP") {
             config.webhook_allow_http = hosts.split(',').map(str::to_owned).collect();
         }
+        // The DSP section's connector is a partner on loopback.
+        if let Some(hosts) = var("DATASPACE_NODE_FEDERATION_PARTNERS") {
+            config.federation_partners = hosts.split(',').map(str::to_owned).collect();
+        }
+        if let Some(hosts) = var("DATASPACE_NODE_FEDERATION_ALLOW_HTTP") {
+            config.federation_allow_http = hosts.split(',').map(str::to_owned).collect();
+        }
         // The operations section: metrics off for its baseline, a backup directory.
         if let Some(v) = var("DATASPACE_NODE_METRICS") {
             config.metrics = v.parse().expect("DATASPACE_NODE_METRICS: true or false");

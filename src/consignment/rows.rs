@@ -90,6 +90,12 @@ impl Rows {
         Err(Version(current))
     }
 
+    /// Record `bits`'s version now: what another cache of things derived from the record (a
+    /// Dataspace Protocol dataset) keys its entries with.
+    pub fn version(&self, bits: u128) -> u64 {
+        self.state().versions[slot(bits)]
+    }
+
     /// Caches a row read from the store (rendered) after [`Rows::get`] answered `version`.
     pub fn put(&self, bits: u128, version: Version, row: String) -> Arc<str> {
         let row: Arc<str> = row.into();

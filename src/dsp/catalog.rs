@@ -15,6 +15,14 @@ use crate::vocab::dsn;
 /// Dataset ids: `urn:dataspace-node:dataset:<aig hex>`.
 const DATASET: &str = "urn:dataspace-node:dataset:";
 
+/// Datasets kept: a catalog page is mostly their building otherwise (two point reads, the
+/// summary parsed, the offer's grounds found). Bounded: emptied when full.
+const CACHED: usize = 20_000;
+
+/// Datasets as offered, by (record bits, participant): record version, policy epoch, dataset.
+#[derive(Default)]
+pub struct Cache(std::sync::Mutex<std::collections::HashMap<(u128, String), (u64, u64, Value)>>);
+
 /// A page of a catalog and where the next one starts.
 pub struct CatalogPage {
     pub catalog: Value,
@@ -72,7 +80,7 @@ impl Dsp {
         for key in keys.iter().take(limit) {
             let hex = listing::aig(key);
             let hex = hex.strip_prefix("aig:").unwrap_or(&hex);
-            if let Some(d) = self.dataset_of(participant, hex, false)? {
+            if let Some(d) = self.cached_dataset(participant, hex)? {
                 datasets.push(d);
             }
         }
@@ -128,9 +136,9 @@ impl Dsp {
             Some(Term::Literal(l)) => serde_json::from_str::<Value>(l.value()).unwrap_or_default(),
             _ => return Ok(None),
         };
-        let grounds = self
-            .sharing
-            .grounds(&offers::facts_of_summary(&summary), participant);
+        let grounds =
+            self.sharing
+                .grounds(&record, &offers::facts_of_summary(&summary), participant)?;
         let permission: Vec<Value> = if grounds.is_empty() {
             vec![json!({"action": "use"})]
         } else {
@@ -144,6 +152,32 @@ impl Dsp {
             summary,
             permission,
         }))
+    }
+
+    /// [`Dsp::dataset_of`] (not inline), from the cache while neither the record nor the
+    /// policies changed since it was built.
+    fn cached_dataset(&self, participant: &str, hex: &str) -> Result<Option<Value>> {
+        let Some(bits) = listing::id_bits(hex) else {
+            return Ok(None);
+        };
+        let key = (bits, participant.to_owned());
+        // Read before building: a change meanwhile leaves the entry under the old numbers.
+        let (version, epoch) = (self.listing.rows.version(bits), self.sharing.policy_epoch());
+        let cache = || self.datasets.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((v, e, d)) = cache().get(&key) {
+            if (*v, *e) == (version, epoch) {
+                return Ok(Some(d.clone()));
+            }
+        }
+        let built = self.dataset_of(participant, hex, false)?;
+        if let Some(d) = &built {
+            let mut c = cache();
+            if c.len() >= CACHED {
+                c.clear();
+            }
+            c.insert(key, (version, epoch, d.clone()));
+        }
+        Ok(built)
     }
 
     /// The dataset of this node's consignment `hex` as offered to `participant`.

@@ -41,6 +41,11 @@ pub struct Dsp {
     store: Arc<Store>,
     sharing: Arc<Sharing>,
     federation: Arc<Federation>,
+    /// Record versions (`consignment::rows`): a dataset is cached under its record's version.
+    listing: Arc<crate::consignment::listing::Listing>,
+    /// Datasets as offered, by record and participant, with the record version and policy
+    /// epoch they were built at.
+    datasets: catalog::Cache,
     /// Wakes the delivery task: a process queued a message, or a share was withdrawn.
     wake_tx: tokio::sync::mpsc::UnboundedSender<deliver::Wake>,
     wake_rx: std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<deliver::Wake>>>,
@@ -52,6 +57,7 @@ impl Dsp {
         store: Arc<Store>,
         sharing: Arc<Sharing>,
         federation: Arc<Federation>,
+        listing: Arc<crate::consignment::listing::Listing>,
     ) -> Self {
         let (wake_tx, wake_rx) = tokio::sync::mpsc::unbounded_channel();
         Self {
@@ -59,6 +65,8 @@ impl Dsp {
             store,
             sharing,
             federation,
+            listing,
+            datasets: catalog::Cache::default(),
             wake_tx,
             wake_rx: std::sync::Mutex::new(Some(wake_rx)),
         }

@@ -80,6 +80,9 @@ pub struct Sharing {
     countries: Arc<HashSet<String>>,
     target: String,
     policies: RwLock<PolicySet>,
+    /// Counts the policy changes: what is derived from the policies (a dataset's offer) is
+    /// cached under it.
+    policy_epoch: std::sync::atomic::AtomicU64,
     /// Per organisation, the consignments shared with it, in list order.
     shared: Listing,
     pub notifications: Notifications,
@@ -158,6 +161,7 @@ impl Sharing {
             queries,
             countries,
             policies: RwLock::new(policies),
+            policy_epoch: std::sync::atomic::AtomicU64::new(0),
             shared,
             notifications,
             cursors: Cursors::new(cursor_key),
@@ -185,6 +189,11 @@ impl Sharing {
         &self.target
     }
 
+    /// The number of policy changes applied since start-up.
+    pub fn policy_epoch(&self) -> u64 {
+        self.policy_epoch.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn policy_set(&self) -> std::sync::RwLockReadGuard<'_, PolicySet> {
         self.policies.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -193,6 +202,20 @@ impl Sharing {
 /// The shared lists, the policy index and the notification index follow the commits.
 impl ReadModel for Sharing {
     fn apply(&self, event: &Committed) {
+        self.index(event);
+        // After the index changed: a reader that sees the new number computes with it.
+        if matches!(
+            event,
+            Committed::PolicyStored { .. } | Committed::PolicyRemoved { .. }
+        ) {
+            self.policy_epoch
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+impl Sharing {
+    fn index(&self, event: &Committed) {
         match event {
             Committed::PolicyStored { state } => {
                 match serde_json::from_value::<Policy>(state.clone()) {

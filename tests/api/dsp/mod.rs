@@ -240,9 +240,26 @@ async fn a_participant_is_offered_what_is_shared_with_it_and_nothing_once_revoke
         )
         .await;
     }
+    // Another policy sharing it on other grounds: the offer carries both (nothing stale).
+    let by_exit = rule(&w.node, &w.consumer.did, "portOfExit", "eq", json!("BRSSZ"));
+    let second = w.operator.policy(&w.node, by_exit).await["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    w.publish(6, "KEMBA").await;
+    let newest = w.datasets(&w.catalog_url()).await;
+    let grounds = |d: &Value| d["hasPolicy"][0]["permission"].as_array().unwrap().len();
+    assert_eq!(grounds(&newest[0]), 2, "{:#}", newest[0]);
+    assert_eq!(
+        grounds(&newest[1]),
+        1,
+        "routed before the second policy: {:#}",
+        newest[1]
+    );
+    w.operator.delete(&w.node, &second).await;
     // A consignment shared later appears.
     w.publish(5, "KEMBA").await;
-    assert_eq!(w.datasets(&w.catalog_url()).await.len(), 4);
+    assert_eq!(w.datasets(&w.catalog_url()).await.len(), 5);
     // The policy's deletion takes every dataset away.
     w.operator.delete(&w.node, &w.policy).await;
     let (catalog, next) = w.catalog_page(&w.catalog_url()).await;
