@@ -19,9 +19,12 @@ const DATASET: &str = "urn:dataspace-node:dataset:";
 /// summary parsed, the offer's grounds found). Bounded: emptied when full.
 const CACHED: usize = 20_000;
 
-/// Datasets as offered, by (record bits, participant): record version, policy epoch, dataset.
+/// A dataset cached: the record version and policy epoch it was built at, and the dataset.
+type Entry = (u64, u64, Value);
+
+/// Datasets as offered, by (record bits, participant).
 #[derive(Default)]
-pub struct Cache(std::sync::Mutex<std::collections::HashMap<(u128, String), (u64, u64, Value)>>);
+pub struct Cache(std::sync::Mutex<std::collections::HashMap<(u128, String), Entry>>);
 
 /// A page of a catalog and where the next one starts.
 pub struct CatalogPage {
