@@ -21,6 +21,9 @@ pub struct Seen {
     file: Option<(PathBuf, File)>,
     /// Lines in the file (live and expired).
     lines: usize,
+    /// When expired entries were last dropped: once a second, not at every token (a busy
+    /// connector's minute of tokens made each insert a scan of them all).
+    purged: i64,
 }
 
 impl Seen {
@@ -30,6 +33,7 @@ impl Seen {
             live: HashMap::new(),
             file: None,
             lines: 0,
+            purged: 0,
         }
     }
 
@@ -55,6 +59,7 @@ impl Seen {
         }
         let mut seen = Self {
             live,
+            purged: now,
             file: None,
             lines: 0,
         };
@@ -64,7 +69,10 @@ impl Seen {
 
     /// Records `key` (issuer and jti) valid until `exp`; false when it was seen already.
     pub fn insert(&mut self, key: String, exp: i64, now: i64, leeway: i64) -> Result<bool> {
-        self.live.retain(|_, e| *e + leeway >= now);
+        if now != self.purged {
+            self.live.retain(|_, e| *e + leeway >= now);
+            self.purged = now;
+        }
         if self.live.contains_key(&key) {
             return Ok(false);
         }
