@@ -16,33 +16,11 @@ use crate::consignment::listing;
 use crate::consignment::now;
 use crate::error::{Error, Result};
 
-fn out_of_order(p: &Process, what: &str) -> Error {
-    Error::bad_request(format!(
-        "{what} is out of order: the negotiation is {}",
-        p.state
-    ))
-}
-
-/// A message to the consumer about negotiation `p`: the pids and `extra`.
-fn message(kind: &str, p: &Process, extra: Value) -> Value {
-    let mut body = json!({
-        "@context": [CONTEXT],
-        "@type": kind,
-        "providerPid": p.provider_pid,
-        "consumerPid": p.consumer_pid,
-    });
-    if let (Some(b), Value::Object(more)) = (body.as_object_mut(), extra) {
-        b.extend(more);
-    }
-    body
-}
-
 fn termination(p: &Process, code: &str, reason: &str) -> Outgoing {
     Outgoing {
         path: format!("negotiations/{}/termination", p.consumer_pid),
-        body: message(
+        body: p.message(
             "ContractNegotiationTerminationMessage",
-            p,
             json!({"code": code, "reason": [reason]}),
         ),
         then: "TERMINATED".into(),
@@ -51,18 +29,9 @@ fn termination(p: &Process, code: &str, reason: &str) -> Outgoing {
 }
 
 impl Dsp {
-    /// The negotiation `pid` if it is `participant`'s (404 for anyone else's, as the binding
-    /// asks). Blocking.
-    fn own_negotiation(&self, participant: &str, pid: &str) -> Result<Process> {
-        match Process::load(&self.store, pid)? {
-            Some(p) if p.kind == "negotiation" && p.participant == participant => Ok(p),
-            _ => Err(Error::NotFound(format!("no negotiation {pid} of yours"))),
-        }
-    }
-
     /// `GET negotiations/{pid}`. Blocking.
     pub fn negotiation(&self, participant: &str, pid: &str) -> Result<Value> {
-        let p = self.own_negotiation(participant, pid)?;
+        let p = self.own("negotiation", participant, pid)?;
         Ok(state_body("ContractNegotiation", &p))
     }
 
@@ -159,11 +128,7 @@ impl Dsp {
         p.agreement = Some(agreement.clone());
         Ok(Outgoing {
             path: format!("negotiations/{}/agreement", p.consumer_pid),
-            body: message(
-                "ContractAgreementMessage",
-                p,
-                json!({"agreement": agreement}),
-            ),
+            body: p.message("ContractAgreementMessage", json!({"agreement": agreement})),
             then: "AGREED".into(),
             attempts: 0,
         })
@@ -173,9 +138,9 @@ impl Dsp {
     /// `FINALIZED` event queued (or the termination, should the share have gone). Blocking.
     pub fn verify_agreement(&self, participant: &str, pid: &str, body: &Value) -> Result<()> {
         let m = check(body, "ContractAgreementVerificationMessage")?;
-        self.change(participant, pid, m, |dsp, p| {
+        self.change("negotiation", participant, pid, m, |dsp, p| {
             if p.state != "AGREED" || p.outgoing.is_some() {
-                return Err(out_of_order(p, "a verification"));
+                return Err(p.out_of_order("a verification"));
             }
             let shared = listing::id_bits(&p.dataset)
                 .is_some_and(|bits| dsp.sharing.shares_with(&p.participant, bits));
@@ -183,9 +148,8 @@ impl Dsp {
             p.outgoing = Some(if shared {
                 Outgoing {
                     path: format!("negotiations/{}/events", p.consumer_pid),
-                    body: message(
+                    body: p.message(
                         "ContractNegotiationEventMessage",
-                        p,
                         json!({"eventType": "FINALIZED"}),
                     ),
                     then: "FINALIZED".into(),
@@ -202,9 +166,9 @@ impl Dsp {
     /// Blocking.
     pub fn terminate_negotiation(&self, participant: &str, pid: &str, body: &Value) -> Result<()> {
         let m = check(body, "ContractNegotiationTerminationMessage")?;
-        self.change(participant, pid, m, |_, p| {
+        self.change("negotiation", participant, pid, m, |_, p| {
             if p.is_final() {
-                return Err(out_of_order(p, "a termination"));
+                return Err(p.out_of_order("a termination"));
             }
             p.state = "TERMINATED".into();
             p.outgoing = None;
@@ -222,31 +186,9 @@ impl Dsp {
         kind: &str,
     ) -> Result<()> {
         let m = check(body, kind)?;
-        let p = self.own_negotiation(participant, pid)?;
+        let p = self.own("negotiation", participant, pid)?;
         pids(m, &p)?;
-        Err(out_of_order(&p, &format!("a {kind}")))
-    }
-
-    /// Applies `f` to `participant`'s negotiation `pid` under the writer lock (so two messages
-    /// cannot both take it from one state) once the message's pids match. Blocking.
-    fn change(
-        &self,
-        participant: &str,
-        pid: &str,
-        m: &Map<String, Value>,
-        f: impl FnOnce(&Dsp, &mut Process) -> Result<()>,
-    ) -> Result<()> {
-        self.store.commit(|tx, events| {
-            let mut p = match Process::load_in(tx, pid)? {
-                Some(p) if p.kind == "negotiation" && p.participant == participant => p,
-                _ => return Err(Error::NotFound(format!("no negotiation {pid} of yours"))),
-            };
-            pids(m, &p)?;
-            f(self, &mut p)?;
-            p.updated = now();
-            p.save(tx, events)
-        })?;
-        Ok(())
+        Err(p.out_of_order(&format!("a {kind}")))
     }
 }
 

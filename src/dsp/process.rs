@@ -8,6 +8,9 @@ use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::message::pids;
+use super::{Dsp, CONTEXT};
+use crate::consignment::now;
 use crate::error::{Error, Result};
 use crate::store::{graphs, Committed, Events, Store};
 use crate::vocab::{dsn, RDF_JSON};
@@ -80,6 +83,28 @@ fn parse(term: &Term) -> Option<Process> {
 }
 
 impl Process {
+    /// A message to the consumer about this process: its pids and `extra`'s members.
+    pub fn message(&self, kind: &str, extra: Value) -> Value {
+        let mut body = serde_json::json!({
+            "@context": [CONTEXT],
+            "@type": kind,
+            "providerPid": self.provider_pid,
+            "consumerPid": self.consumer_pid,
+        });
+        if let (Some(b), Value::Object(more)) = (body.as_object_mut(), extra) {
+            b.extend(more);
+        }
+        body
+    }
+
+    /// The 400 of a message that does not fit this process's state.
+    pub fn out_of_order(&self, what: &str) -> Error {
+        Error::bad_request(format!(
+            "{what} is out of order: the {} is {}",
+            self.kind, self.state
+        ))
+    }
+
     pub fn is_final(&self) -> bool {
         matches!(
             self.state.as_str(),
@@ -160,5 +185,39 @@ impl Process {
             }
         }
         Ok(out)
+    }
+}
+
+impl Dsp {
+    /// `participant`'s process `pid` of `kind` (404 for anyone else's, as the bindings ask).
+    /// Blocking.
+    pub(super) fn own(&self, kind: &str, participant: &str, pid: &str) -> Result<Process> {
+        match Process::load(&self.store, pid)? {
+            Some(p) if p.kind == kind && p.participant == participant => Ok(p),
+            _ => Err(Error::NotFound(format!("no {kind} {pid} of yours"))),
+        }
+    }
+
+    /// Applies `f` to `participant`'s process `pid` of `kind` under the writer lock (so two
+    /// messages cannot both take it from one state), once the message's pids match. Blocking.
+    pub(super) fn change(
+        &self,
+        kind: &str,
+        participant: &str,
+        pid: &str,
+        m: &serde_json::Map<String, Value>,
+        f: impl FnOnce(&Dsp, &mut Process) -> Result<()>,
+    ) -> Result<()> {
+        self.store.commit(|tx, events| {
+            let mut p = match Process::load_in(tx, pid)? {
+                Some(p) if p.kind == kind && p.participant == participant => p,
+                _ => return Err(Error::NotFound(format!("no {kind} {pid} of yours"))),
+            };
+            pids(m, &p)?;
+            f(self, &mut p)?;
+            p.updated = now();
+            p.save(tx, events)
+        })?;
+        Ok(())
     }
 }

@@ -6,48 +6,27 @@
 //! it at once, and its transfers are terminated with a message to the consumer. Suspension,
 //! completion and termination from the consumer's side; the node stores only the token's hash.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::message::{check, pids, required_str};
+use super::message::{check, required_str};
 use super::negotiation::state_body;
 use super::process::{uuid_of, Outgoing, Process};
-use super::{Dsp, CONTEXT, FORMAT};
+use super::{Dsp, FORMAT};
 use crate::consignment::{listing, now};
 use crate::error::{Error, Result};
 use crate::secrets::random_token;
 
-fn out_of_order(p: &Process, what: &str) -> Error {
-    Error::bad_request(format!(
-        "{what} is out of order: the transfer is {}",
-        p.state
-    ))
-}
-
 fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
-}
-
-fn message(kind: &str, p: &Process, extra: Value) -> Value {
-    let mut body = json!({
-        "@context": [CONTEXT],
-        "@type": kind,
-        "providerPid": p.provider_pid,
-        "consumerPid": p.consumer_pid,
-    });
-    if let (Some(b), Value::Object(more)) = (body.as_object_mut(), extra) {
-        b.extend(more);
-    }
-    body
 }
 
 /// The termination of transfer `p`, told to the consumer.
 pub fn termination(p: &Process, code: &str, reason: &str) -> Outgoing {
     Outgoing {
         path: format!("transfers/{}/termination", p.consumer_pid),
-        body: message(
+        body: p.message(
             "TransferTerminationMessage",
-            p,
             json!({"code": code, "reason": [reason]}),
         ),
         then: "TERMINATED".into(),
@@ -56,18 +35,11 @@ pub fn termination(p: &Process, code: &str, reason: &str) -> Outgoing {
 }
 
 impl Dsp {
-    fn own_transfer(&self, participant: &str, pid: &str) -> Result<Process> {
-        match Process::load(&self.store, pid)? {
-            Some(p) if p.kind == "transfer" && p.participant == participant => Ok(p),
-            _ => Err(Error::NotFound(format!("no transfer {pid} of yours"))),
-        }
-    }
-
     /// `GET transfers/{pid}`. Blocking.
     pub fn transfer(&self, participant: &str, pid: &str) -> Result<Value> {
         Ok(state_body(
             "TransferProcess",
-            &self.own_transfer(participant, pid)?,
+            &self.own("transfer", participant, pid)?,
         ))
     }
 
@@ -147,9 +119,8 @@ impl Dsp {
         let property = |name: &str, value: &str| json!({"@type": "EndpointProperty", "name": name, "value": value});
         Outgoing {
             path: format!("transfers/{}/start", p.consumer_pid),
-            body: message(
+            body: p.message(
                 "TransferStartMessage",
-                p,
                 json!({"dataAddress": {
                     "@type": "DataAddress",
                     "endpointType": "https://w3id.org/idsa/v4.1/HTTP",
@@ -181,43 +152,21 @@ impl Dsp {
             _ => "TransferTerminationMessage",
         };
         let m = check(body, kind)?;
-        self.change_transfer(participant, pid, m, |dsp, p| {
+        self.change("transfer", participant, pid, m, |dsp, p| {
             let next = match (step, p.state.as_str()) {
                 ("start", "SUSPENDED") if dsp.still_shared(p) => "STARTED",
                 ("completion", "STARTED") => "COMPLETED",
                 ("suspension", "STARTED") => "SUSPENDED",
                 ("termination", _) if !p.is_final() => "TERMINATED",
-                _ => return Err(out_of_order(p, &format!("a {kind}"))),
+                _ => return Err(p.out_of_order(&format!("a {kind}"))),
             };
             if p.outgoing.is_some() {
-                return Err(out_of_order(
-                    p,
-                    &format!("a {kind} before the last message was acknowledged"),
-                ));
+                let what = format!("a {kind} before the last message was acknowledged");
+                return Err(p.out_of_order(&what));
             }
             p.state = next.into();
             Ok(())
         })
-    }
-
-    fn change_transfer(
-        &self,
-        participant: &str,
-        pid: &str,
-        m: &Map<String, Value>,
-        f: impl FnOnce(&Dsp, &mut Process) -> Result<()>,
-    ) -> Result<()> {
-        self.store.commit(|tx, events| {
-            let mut p = match Process::load_in(tx, pid)? {
-                Some(p) if p.kind == "transfer" && p.participant == participant => p,
-                _ => return Err(Error::NotFound(format!("no transfer {pid} of yours"))),
-            };
-            pids(m, &p)?;
-            f(self, &mut p)?;
-            p.updated = now();
-            p.save(tx, events)
-        })?;
-        Ok(())
     }
 
     /// What bearer `token` may pull from transfer `uuid`: its participant and consignment (aig
