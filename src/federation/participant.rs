@@ -1,8 +1,8 @@
 //! Dataspace Protocol callers: a participant proves who it is with a self-issued ID token as
 //! the Decentralized Claims Protocol 1.0 defines it (`specifications/base.protocol.md`): a JWT
 //! with `iss` = `sub` = the participant's DID, `aud` = this node's DID, `jti`, `iat` and a
-//! short `exp`, signed (EdDSA) by a key its DID document lists under `capabilityInvocation`,
-//! chosen by `kid`. DID documents are fetched for partner hosts only (`--federation-partners`),
+//! short `exp`, signed (EdDSA with an Ed25519 key, or ES256 with a P-256 one) by a key its DID
+//! document lists under `capabilityInvocation`, chosen by `kid`. DID documents are fetched for partner hosts only (`--federation-partners`),
 //! as for node tokens, and a `jti` is accepted once, before a restart too. The presentation
 //! query of DCP (asking the participant's credential service for verifiable credentials) is
 //! not made: what a participant may read is what the sharing policies grant its DID.
@@ -66,6 +66,28 @@ fn invocation_key(doc: &Value, kid: Option<&str>) -> Option<String> {
     }
 }
 
+/// The key of verification method `kid` in `doc` for `alg`: an Ed25519 JWK for EdDSA, a
+/// P-256 one for ES256.
+fn decoding_key(doc: &Value, kid: &str, alg: Algorithm) -> Option<DecodingKey> {
+    match alg {
+        Algorithm::EdDSA => did::key_of(doc, kid).map(|k| DecodingKey::from_ed_der(k.as_bytes())),
+        Algorithm::ES256 => {
+            let jwk = doc
+                .get("verificationMethod")?
+                .as_array()?
+                .iter()
+                .find(|m| m.get("id").and_then(Value::as_str) == Some(kid))?
+                .get("publicKeyJwk")?;
+            if jwk.get("kty")?.as_str()? != "EC" || jwk.get("crv")?.as_str()? != "P-256" {
+                return None;
+            }
+            let (x, y) = (jwk.get("x")?.as_str()?, jwk.get("y")?.as_str()?);
+            DecodingKey::from_ec_components(x, y).ok()
+        }
+        _ => None,
+    }
+}
+
 impl Federation {
     /// The DID of the participant whose self-issued ID token `authorization` carries (the raw
     /// JWT, or `Bearer <JWT>`: both are in use).
@@ -75,8 +97,8 @@ impl Federation {
             .unwrap_or(authorization)
             .trim();
         let header = jsonwebtoken::decode_header(token).map_err(|_| rejected("malformed"))?;
-        if header.alg != Algorithm::EdDSA {
-            return Err(rejected("alg must be EdDSA"));
+        if !matches!(header.alg, Algorithm::EdDSA | Algorithm::ES256) {
+            return Err(rejected("alg must be EdDSA or ES256"));
         }
         // Read before the signature is checked only to know whose key checks it.
         let unverified = jsonwebtoken::dangerous::insecure_decode::<Claims>(token)
@@ -92,19 +114,16 @@ impl Federation {
         })?;
         let kid = invocation_key(&document, header.kid.as_deref())
             .ok_or_else(|| rejected("kid names no capabilityInvocation key of the participant"))?;
-        let key = did::key_of(&document, &kid).ok_or_else(|| rejected("no Ed25519 key"))?;
-        let mut validation = Validation::new(Algorithm::EdDSA);
+        let key = decoding_key(&document, &kid, header.alg)
+            .ok_or_else(|| rejected("no key of that kid for that alg"))?;
+        let mut validation = Validation::new(header.alg);
         validation.set_audience(&[self.identity.node_did()]);
         validation.set_issuer(&[&issuer]);
         validation.set_required_spec_claims(&["exp", "iat", "aud", "iss", "sub"]);
         validation.leeway = LEEWAY_SECS;
-        let claims = jsonwebtoken::decode::<Claims>(
-            token,
-            &DecodingKey::from_ed_der(key.as_bytes()),
-            &validation,
-        )
-        .map_err(|e| rejected(&e.to_string()))?
-        .claims;
+        let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation)
+            .map_err(|e| rejected(&e.to_string()))?
+            .claims;
         let now = chrono::Utc::now().timestamp();
         if claims.iat > now + LEEWAY_SECS as i64 {
             return Err(rejected("iat is ahead of this node's clock"));

@@ -22,6 +22,17 @@ use crate::common::TestNode;
 
 pub const CONTEXT: &str = "https://w3id.org/dspace/2025/1/context.jsonld";
 
+/// A P-256 key of the connector (`#ec-1`), for ES256 tokens: generated for these tests with
+/// `openssl ecparam -genkey -name prime256v1`, its public point below as a JWK's `x` and `y`.
+const EC_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgwOoXx5AO2il9utu/
+BqLzmlfszT7Z7qhOYh9stPRdT9ehRANCAARIro3humb9j4TovCwkN/Kl9SnssQbY
+BNnd3fnZGylo11SR6XiTKh8W6U4467MYKGSXw/X1/QMZjVWOaYyFcbKA
+-----END PRIVATE KEY-----
+";
+const EC_X: &str = "SK6N4bpm_Y-E6LwsJDfypfUp7LEG2ATZ3d352RspaNc";
+const EC_Y: &str = "VJHpeJMqHxbpTjjrsxgoZJfD9fX9AxmNVY5pjIVxsoA";
+
 struct Served {
     /// The connector's host DID prefix: `did:web:127.0.0.1%3A<port>`.
     host_did: String,
@@ -137,6 +148,22 @@ impl Consumer {
         }
     }
 
+    /// The same claims signed ES256 with the connector's P-256 key.
+    pub fn sign_es256(&self, claims: &Claims) -> String {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = claims.kid.clone();
+        let body = json!({
+            "iss": claims.iss, "sub": claims.sub, "aud": claims.aud,
+            "iat": claims.iat, "exp": claims.exp, "jti": claims.jti,
+        });
+        let der: String = EC_KEY.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(der)
+            .unwrap();
+        let key = EncodingKey::from_ec_der(&der);
+        jsonwebtoken::encode(&header, &body, &key).unwrap()
+    }
+
     /// A self-issued ID token with `claims`, signed by the connector's key.
     pub fn sign(&self, claims: &Claims) -> String {
         let mut header = Header::new(Algorithm::EdDSA);
@@ -218,8 +245,13 @@ async fn document(State(served): State<Arc<Served>>, Path(name): Path<String>) -
     Json(json!({
         "@context": ["https://www.w3.org/ns/did/v1"],
         "id": did,
-        "verificationMethod": [method("key-1"), method("auth-only")],
-        "capabilityInvocation": [format!("{did}#key-1")],
+        "verificationMethod": [method("key-1"), method("auth-only"), {
+            "id": format!("{did}#ec-1"),
+            "type": "JsonWebKey2020",
+            "controller": did,
+            "publicKeyJwk": {"kty": "EC", "crv": "P-256", "x": EC_X, "y": EC_Y},
+        }],
+        "capabilityInvocation": [format!("{did}#key-1"), format!("{did}#ec-1")],
         "authentication": [format!("{did}#auth-only")],
         "service": [{
             "id": format!("{did}#federation"),

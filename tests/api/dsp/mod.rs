@@ -298,6 +298,21 @@ async fn only_a_fresh_token_of_the_participant_for_this_node_is_accepted() {
         "CatalogError",
     )
     .await;
+    // ES256 with the participant's P-256 key; not with the Ed25519 key's kid, nor EdDSA with
+    // the P-256 key's.
+    let mut claims = w.consumer.claims(&w.node);
+    claims.kid = Some(format!("{}#ec-1", w.consumer.did));
+    assert_eq!(
+        send(Some(w.consumer.sign_es256(&claims))).await.status(),
+        StatusCode::OK
+    );
+    claims.jti = uuid::Uuid::new_v4().to_string();
+    let r = send(Some(w.consumer.sign(&claims))).await;
+    assert_dsp_error(r, StatusCode::UNAUTHORIZED, "CatalogError").await;
+    let mut claims = w.consumer.claims(&w.node);
+    claims.kid = Some(format!("{}#key-1", w.consumer.did));
+    let r = send(Some(w.consumer.sign_es256(&claims))).await;
+    assert_dsp_error(r, StatusCode::UNAUTHORIZED, "CatalogError").await;
     assert_dsp_error(send(None).await, StatusCode::UNAUTHORIZED, "CatalogError").await;
     let now = chrono::Utc::now().timestamp();
     let bad: Vec<(&str, Change)> = vec![
