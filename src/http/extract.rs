@@ -7,7 +7,6 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
@@ -97,25 +96,48 @@ impl FromRequest<Arc<Node>> for Body {
         // A client that trickles its body holds a connection and a buffer: it gets the same
         // time for the body as for the headers.
         let secs = node.config.read_timeout_secs;
+        let limit = node.config.body_limit_bytes;
         tokio::time::timeout(
             std::time::Duration::from_secs(secs),
-            Bytes::from_request(req, node),
+            read_capped(req, limit),
         )
         .await
         .map_err(|_| Error::RequestTimeout { secs })?
-        .map(Body)
-        .map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                Error::PayloadTooLarge {
-                    limit: node.config.body_limit_bytes,
+    }
+}
+
+/// What of a body over the limit is still read, and dropped, before the 413: a client
+/// that is still sending when the answer comes sees its write fail and never reads the
+/// answer, unless the server reads on a while (as nginx's lingering close does).
+const DRAINED_AT_MOST: usize = 64 * 1024 * 1024;
+
+/// The body, up to `limit` bytes; beyond it a 413 once the rest was read (up to
+/// [`DRAINED_AT_MOST`]).
+async fn read_capped(req: Request, limit: usize) -> Result<Body, Error> {
+    use futures_util::StreamExt;
+    let mut stream = req.into_body().into_data_stream();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut over: Option<usize> = None;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| Error::bad_request(format!("could not read the request body: {e}")))?;
+        match over.as_mut() {
+            Some(drained) => {
+                *drained += chunk.len();
+                if *drained > DRAINED_AT_MOST {
+                    break;
                 }
-            } else {
-                Error::bad_request(format!(
-                    "could not read the request body: {}",
-                    rejection.body_text()
-                ))
             }
-        })
+            None if buf.len() + chunk.len() > limit => {
+                over = Some(chunk.len());
+                buf = Vec::new();
+            }
+            None => buf.extend_from_slice(&chunk),
+        }
+    }
+    match over {
+        Some(_) => Err(Error::PayloadTooLarge { limit }),
+        None => Ok(Body(Bytes::from(buf))),
     }
 }
 

@@ -30,6 +30,12 @@ fn strict(headers: &HeaderMap) -> bool {
 /// taken before the body is read: a body on its way holds a connection and a buffer of up to
 /// the body limit, so a party sending many at once is bounded while they arrive, too.
 async fn admitted(node: &Arc<Node>, caller: &Caller, request: Request) -> Result<(Admitted, Body)> {
+    if caller.operator {
+        // The operator account is the node's, no organisation's: it publishes nothing.
+        return Err(Error::Forbidden(
+            "the operator account publishes nothing: use an organisation's user".into(),
+        ));
+    }
     let admitted = node.inbox_limit.admit(&caller.organization)?;
     let body = Body::from_request(request, node).await?;
     Ok((admitted, body))

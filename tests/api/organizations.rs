@@ -65,6 +65,13 @@ async fn create_operator(node: &TestNode, key: Option<&str>, password: &str) -> 
     node.post_json("/operations/operator", key, &body).await
 }
 
+fn node_did_of(node: &TestNode) -> String {
+    format!(
+        "did:web:{}",
+        node.base.trim_start_matches("http://").replace(':', "%3A")
+    )
+}
+
 async fn whoami(node: &TestNode, key: &str, token: &str) -> StatusCode {
     node.get_with_bearer(WHOAMI, key, token).await.status()
 }
@@ -569,6 +576,18 @@ async fn only_the_operator_account_manages_policies_and_organisations() {
     let made = json_body(r).await;
     let key = made["apiKey"].as_str().unwrap();
     assert_eq!(whoami(&node, key, &a.token).await, StatusCode::OK);
+    // It publishes nothing: the node's account is no organisation's.
+    let activity = as_org(example("create-consignment"), &node_did_of(&node));
+    let r = send(
+        &node,
+        Method::POST,
+        INBOX,
+        OPERATOR_KEY,
+        &operator,
+        Some(activity),
+    )
+    .await;
+    assert_error(r, StatusCode::FORBIDDEN, "GeneralError").await;
     // Its session with an organisation's key is nobody's.
     assert_eq!(
         whoami(&node, &a.api_key, &operator).await,
