@@ -8,7 +8,9 @@
 //! agreeing to the offers the node made), `process` (a negotiation's or transfer's stored
 //! state and the message it still has to send), `deliver` (the task sending those messages to
 //! consumers' callbacks, with retries), `transfer` (HTTP-pull transfers: the start with a
-//! bearer token, the pull's check, suspension, completion, termination, revoked shares), `message` (checks of what connectors send, the
+//! bearer token, the pull's check, suspension, completion, termination, revoked shares),
+//! `provider` (the publisher's view of its consignments' transfers, and its own suspension,
+//! resumption, completion and termination of one), `message` (checks of what connectors send, the
 //! protocol's error bodies).
 
 pub mod catalog;
@@ -16,6 +18,7 @@ pub mod deliver;
 pub mod message;
 pub mod negotiation;
 pub mod process;
+pub mod provider;
 pub mod transfer;
 
 use std::sync::Arc;

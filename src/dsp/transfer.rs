@@ -17,7 +17,7 @@ use crate::consignment::{listing, now};
 use crate::error::{Error, Result};
 use crate::secrets::random_token;
 
-fn hash(token: &str) -> String {
+pub(super) fn hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
@@ -109,13 +109,13 @@ impl Dsp {
         Ok(state_body("TransferProcess", &p))
     }
 
-    fn still_shared(&self, p: &Process) -> bool {
+    pub(super) fn still_shared(&self, p: &Process) -> bool {
         listing::id_bits(&p.dataset)
             .is_some_and(|bits| self.sharing.shares_with(&p.participant, bits))
     }
 
     /// The `TransferStartMessage` handing the consumer the pull endpoint and `token`.
-    fn start(&self, p: &Process, token: &str) -> Outgoing {
+    pub(super) fn start(&self, p: &Process, token: &str) -> Outgoing {
         let property = |name: &str, value: &str| json!({"@type": "EndpointProperty", "name": name, "value": value});
         Outgoing {
             path: format!("transfers/{}/start", p.consumer_pid),

@@ -333,3 +333,39 @@ pub async fn pull(
     .await?;
     Ok(negotiated(media_type, bytes))
 }
+
+/// `GET /supply-chain/data-space/transfers`: the Dataspace Protocol transfers of the caller
+/// organisation's consignments (it is their provider).
+pub async fn provided_transfers(
+    State(node): State<Arc<Node>>,
+    caller: crate::auth::Caller,
+) -> Result<Json<Value>> {
+    let worker = node.clone();
+    let org = caller.organization.clone();
+    let list = blocking(super::reads::share(&node, &caller), move || {
+        worker.dsp.provided_transfers(&org)
+    })
+    .await?;
+    Ok(Json(serde_json::json!({"entities": list})))
+}
+
+/// `POST /supply-chain/data-space/transfers/{pid}/{suspend|resume|complete|terminate}`: the
+/// publisher's own change of a transfer of its consignment; the consumer is told.
+pub async fn provider_step(
+    State(node): State<Arc<Node>>,
+    caller: crate::auth::Caller,
+    PathParams((pid, step)): PathParams<(String, String)>,
+) -> Result<Json<Value>> {
+    if !["suspend", "resume", "complete", "terminate"].contains(&step.as_str()) {
+        return Err(Error::NotFound(format!(
+            "no transfer step {step}: suspend, resume, complete or terminate"
+        )));
+    }
+    let worker = node.clone();
+    let org = caller.organization.clone();
+    let done = blocking(super::reads::share(&node, &caller), move || {
+        worker.dsp.provider_step(&org, &pid, &step)
+    })
+    .await?;
+    Ok(Json(done))
+}

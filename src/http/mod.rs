@@ -86,6 +86,14 @@ pub fn router(node: Arc<Node>) -> Router {
             post(dsp::transfer_step),
         )
         .route(&format!("{DSP_PATH}/data/{{transfer}}"), get(dsp::pull))
+        .route(
+            "/supply-chain/data-space/transfers",
+            get(dsp::provided_transfers),
+        )
+        .route(
+            "/supply-chain/data-space/transfers/{pid}/{step}",
+            post(dsp::provider_step),
+        )
         .route("/org/{id}/did.json", get(federation::organization_document))
         .route("/federation/inbox", post(federation::inbox))
         .route("/federation/datasets", get(federation::dataset))

@@ -172,4 +172,16 @@ impl Session {
         node.get_with_cookie(path, &self.account.api_key, &self.token)
             .await
     }
+
+    /// POSTs `body` as JSON to `path` as this user.
+    pub async fn post_to(&self, node: &TestNode, path: &str, body: &Value) -> reqwest::Response {
+        node.client
+            .post(node.url(path))
+            .header("x-api-key", &self.account.api_key)
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
 }

@@ -109,6 +109,18 @@ impl Consumer {
         self.served.answer.store(status, Ordering::SeqCst);
     }
 
+    /// Every message that arrived at `path` under the callback so far, in order.
+    pub fn all_at(&self, path: &str) -> Vec<Value> {
+        self.served
+            .received
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+
     /// How many messages arrived at the callback so far.
     pub fn received_count(&self) -> usize {
         self.served.received.lock().unwrap().len()

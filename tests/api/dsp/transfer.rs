@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::consumer::CONTEXT;
 use super::schemas::assert_valid;
 use super::{assert_dsp_error, World};
-use crate::common::json_body;
+use crate::common::{assert_error, get_json, json_body, Session};
 
 const TRANSFER_ERROR: &str = "TransferError";
 
@@ -332,4 +332,106 @@ async fn malformed_and_foreign_transfer_requests_are_refused() {
     w.transfer_reaches(&pid, "STARTED").await;
     let r = w.step(&pid, cpid, "start", "TransferStartMessage").await;
     assert_dsp_error(r, StatusCode::BAD_REQUEST, TRANSFER_ERROR).await;
+}
+
+#[tokio::test]
+async fn the_publisher_suspends_resumes_and_completes_a_transfer_and_the_consumer_is_told() {
+    let w = World::new().await;
+    w.publish(1, "KEMBA").await;
+    let agreement = w
+        .agreed("urn:uuid:7a0c0000-0000-4000-8000-000000000006")
+        .await;
+    let cpid = "urn:uuid:7a0c0000-0000-4000-8000-0000000000a6";
+    let pid = w.transfer(&w.transfer_request(cpid, &agreement)).await;
+    let (endpoint, token) = w.started(cpid).await;
+    w.transfer_reaches(&pid, "STARTED").await;
+    let provider = |step: &str| format!("/supply-chain/data-space/transfers/{pid}/{step}");
+    // The publisher lists it; another organisation sees nothing and changes nothing.
+    let listed = get_json(&w.trader, &w.node, "/supply-chain/data-space/transfers").await;
+    assert_eq!(listed["entities"][0]["providerPid"], pid.as_str());
+    assert_eq!(
+        listed["entities"][0]["participant"],
+        w.consumer.did.as_str()
+    );
+    let other = Session::new(&w.node, "other@forwarder.example").await;
+    let mine = get_json(&other, &w.node, "/supply-chain/data-space/transfers").await;
+    assert_eq!(mine["entities"], json!([]));
+    let r = other
+        .post_to(&w.node, &provider("suspend"), &json!({}))
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
+
+    // Suspended: at once no pull, and the consumer told.
+    let r = w
+        .trader
+        .post_to(&w.node, &provider("suspend"), &json!({}))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        w.pull(&endpoint, Some(&token), "application/ld+json")
+            .await
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let told = w
+        .consumer
+        .wait_for(&format!("transfers/{cpid}/suspension"))
+        .await;
+    assert_valid("transfer/transfer-suspension-message-schema.json", &told);
+    w.transfer_reaches(&pid, "SUSPENDED").await;
+    // Resumed: a new start with a new token; the old one stays refused.
+    let r = w
+        .trader
+        .post_to(&w.node, &provider("resume"), &json!({}))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    w.transfer_reaches(&pid, "STARTED").await;
+    let starts: Vec<Value> = w.consumer.all_at(&format!("transfers/{cpid}/start"));
+    assert_eq!(starts.len(), 2);
+    assert_valid("transfer/transfer-start-message-schema.json", &starts[1]);
+    let renewed = starts[1]["dataAddress"]["endpointProperties"][0]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(renewed, token);
+    assert_eq!(
+        w.pull(&endpoint, Some(&token), "application/ld+json")
+            .await
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        w.pull(&endpoint, Some(&renewed), "application/ld+json")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    // Completed by the provider: told, and over.
+    let r = w
+        .trader
+        .post_to(&w.node, &provider("complete"), &json!({}))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        w.pull(&endpoint, Some(&renewed), "application/ld+json")
+            .await
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let told = w
+        .consumer
+        .wait_for(&format!("transfers/{cpid}/completion"))
+        .await;
+    assert_valid("transfer/transfer-completion-message-schema.json", &told);
+    w.transfer_reaches(&pid, "COMPLETED").await;
+    let r = w
+        .trader
+        .post_to(&w.node, &provider("terminate"), &json!({}))
+        .await;
+    assert_error(r, StatusCode::BAD_REQUEST, "GeneralError").await;
+    let r = w
+        .trader
+        .post_to(&w.node, &provider("pause"), &json!({}))
+        .await;
+    assert_error(r, StatusCode::NOT_FOUND, "GeneralError").await;
 }
