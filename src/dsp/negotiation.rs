@@ -139,7 +139,7 @@ impl Dsp {
     pub fn verify_agreement(&self, participant: &str, pid: &str, body: &Value) -> Result<()> {
         let m = check(body, "ContractAgreementVerificationMessage")?;
         self.change("negotiation", participant, pid, m, |dsp, p| {
-            if p.state != "AGREED" || p.outgoing.is_some() {
+            if p.state != "AGREED" {
                 return Err(p.out_of_order("a verification"));
             }
             let shared = listing::id_bits(&p.dataset)

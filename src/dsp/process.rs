@@ -199,7 +199,8 @@ impl Dsp {
     }
 
     /// Applies `f` to `participant`'s process `pid` of `kind` under the writer lock (so two
-    /// messages cannot both take it from one state), once the message's pids match. Blocking.
+    /// of the consumer's messages cannot both take it from one state), once the message's
+    /// pids match. Blocking.
     pub(super) fn change(
         &self,
         kind: &str,
@@ -214,6 +215,12 @@ impl Dsp {
                 _ => return Err(Error::NotFound(format!("no {kind} {pid} of yours"))),
             };
             pids(m, &p)?;
+            // A consumer that answers has our last message, whether or not the delivery task
+            // has recorded its acknowledgement yet (it answers before our sender reads its
+            // status): the state that message announced holds.
+            if let Some(sent) = p.outgoing.take() {
+                p.state = sent.then;
+            }
             f(self, &mut p)?;
             p.updated = now();
             p.save(tx, events)

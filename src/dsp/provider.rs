@@ -3,7 +3,7 @@
 //! (a suspended, completed or terminated transfer's token reads nothing from then on) and the
 //! consumer is told by the matching message, sent by the delivery task; a resumed transfer
 //! gets a new token in a new `TransferStartMessage` and reads again once that is
-//! acknowledged.
+//! acknowledged. A change while the previous message is still unsent replaces that message.
 
 use oxigraph::model::Term;
 use serde_json::{json, Value};
@@ -62,9 +62,7 @@ impl Dsp {
             if !self.publishes(org, &p.dataset)? {
                 return Err(not_found());
             }
-            if p.outgoing.is_some() {
-                return Err(p.out_of_order("a change before the last message was acknowledged"));
-            }
+            // A message still unsent is replaced: the consumer is told the state as it is now.
             let told = |kind: &str, then: &str, path: &str, p: &Process| Outgoing {
                 path: format!("transfers/{}/{path}", p.consumer_pid),
                 body: p.message(

@@ -160,10 +160,6 @@ impl Dsp {
                 ("termination", _) if !p.is_final() => "TERMINATED",
                 _ => return Err(p.out_of_order(&format!("a {kind}"))),
             };
-            if p.outgoing.is_some() {
-                let what = format!("a {kind} before the last message was acknowledged");
-                return Err(p.out_of_order(&what));
-            }
             p.state = next.into();
             Ok(())
         })
