@@ -258,9 +258,10 @@ impl Accounts {
             }
             Ok(())
         })?;
+        let due: std::collections::HashMap<String, i64> = due.into_iter().collect();
         let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());
         for k in keys.values() {
-            if let Some((_, last)) = due.iter().find(|(id, _)| *id == k.id) {
+            if let Some(last) = due.get(&k.id) {
                 k.saved.fetch_max(*last, Ordering::Relaxed);
             }
         }

@@ -96,6 +96,9 @@ impl Dsp {
             // reaches when the consumer acknowledges its new start.
             if step != "resume" {
                 p.state = out.then.clone();
+                // The token reads nothing again: a consumer's `start` cannot undo a provider's
+                // suspension, only the provider's resumption (a new token) can.
+                p.token_hash = None;
             }
             p.outgoing = Some(out);
             p.updated = now();

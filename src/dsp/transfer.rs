@@ -154,7 +154,11 @@ impl Dsp {
         let m = check(body, kind)?;
         self.change("transfer", participant, pid, m, |dsp, p| {
             let next = match (step, p.state.as_str()) {
-                ("start", "SUSPENDED") if dsp.still_shared(p) => "STARTED",
+                // Only a suspension of the consumer's own (the token kept) is the consumer's to
+                // end; the provider's dropped the token.
+                ("start", "SUSPENDED") if p.token_hash.is_some() && dsp.still_shared(p) => {
+                    "STARTED"
+                }
                 ("completion", "STARTED") => "COMPLETED",
                 ("suspension", "STARTED") => "SUSPENDED",
                 ("termination", _) if !p.is_final() => "TERMINATED",

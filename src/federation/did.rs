@@ -195,6 +195,12 @@ impl Resolver {
         !host.is_empty() && self.partners.as_ref().is_none_or(|p| p.contains(host))
     }
 
+    /// Are the partner hosts listed one by one (not `*`, not none)? What a Dataspace Protocol
+    /// participant needs: it is called back on its own host.
+    pub fn lists_partners(&self) -> bool {
+        self.partners.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
     /// Is federation configured at all?
     pub fn has_partners(&self) -> bool {
         self.partners.as_ref().is_none_or(|p| !p.is_empty())

@@ -104,6 +104,13 @@ impl Federation {
         let unverified = jsonwebtoken::dangerous::insecure_decode::<Claims>(token)
             .map_err(|_| rejected("malformed claims"))?
             .claims;
+        // Participants come from the hosts the operator listed: with `*`, any host could
+        // call and be called back.
+        if !self.resolver.lists_partners() {
+            return Err(rejected(
+                "participants need partner hosts listed one by one (--federation-partners)",
+            ));
+        }
         let issuer = unverified.iss;
         if !issuer.starts_with("did:web:") || unverified.sub != issuer {
             return Err(rejected("iss and sub must be the participant's did:web"));
@@ -128,7 +135,9 @@ impl Federation {
         if claims.iat > now + LEEWAY_SECS as i64 {
             return Err(rejected("iat is ahead of this node's clock"));
         }
-        if claims.exp - claims.iat > MAX_LIFETIME_SECS || claims.iat > claims.exp {
+        // Checked: an `iat` far in the past with an `exp` far ahead must not wrap around.
+        let lifetime = claims.exp.checked_sub(claims.iat);
+        if lifetime.is_none_or(|l| !(0..=MAX_LIFETIME_SECS).contains(&l)) {
             return Err(rejected("lifetime too long"));
         }
         if claims.jti.is_empty()
@@ -161,7 +170,8 @@ impl Federation {
             _ => return Err("no host".into()),
         };
         let own = did::host_of(participant).unwrap_or_default();
-        if host.to_ascii_lowercase() != own || !self.resolver.is_partner_host(&own) {
+        let listed = self.resolver.lists_partners() && self.resolver.is_partner_host(&own);
+        if host.to_ascii_lowercase() != own || !listed {
             return Err(format!("not on the participant's own host {own}"));
         }
         let http_ok = self.resolver.allow_http().contains(&own);

@@ -52,7 +52,7 @@ impl Seen {
                 continue;
             };
             if let Ok(exp) = exp.parse::<i64>() {
-                if exp + leeway >= now && key.contains(' ') {
+                if exp.saturating_add(leeway) >= now && key.contains(' ') {
                     live.insert(key.to_owned(), exp);
                 }
             }
@@ -70,7 +70,7 @@ impl Seen {
     /// Records `key` (issuer and jti) valid until `exp`; false when it was seen already.
     pub fn insert(&mut self, key: String, exp: i64, now: i64, leeway: i64) -> Result<bool> {
         if now != self.purged {
-            self.live.retain(|_, e| *e + leeway >= now);
+            self.live.retain(|_, e| e.saturating_add(leeway) >= now);
             self.purged = now;
         }
         if self.live.contains_key(&key) {

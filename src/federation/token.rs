@@ -134,7 +134,9 @@ impl Tokens {
         if claims.iat > now + LEEWAY_SECS as i64 {
             return Err(rejected("iat is ahead of this node's clock"));
         }
-        if claims.exp - claims.iat > MAX_LIFETIME_SECS || claims.iat > claims.exp {
+        // Checked: an `iat` far in the past with an `exp` far ahead must not wrap around.
+        let lifetime = claims.exp.checked_sub(claims.iat);
+        if lifetime.is_none_or(|l| !(0..=MAX_LIFETIME_SECS).contains(&l)) {
             return Err(rejected("lifetime too long"));
         }
         if did::node_of(&claims.sub) != Some(issuer.as_str()) {

@@ -325,6 +325,8 @@ async fn only_a_fresh_token_of_the_participant_for_this_node_is_accepted() {
             Box::new(move |c| (c.iat, c.exp) = (now + 3600, now + 3700)),
         ),
         ("too long", Box::new(move |c| c.exp = now + 3600)),
+        // A lifetime that would wrap around: issued long ago, valid for ever.
+        ("wrapping", Box::new(|c| (c.iat, c.exp) = (-1, i64::MAX))),
         (
             "another audience",
             Box::new(|c| c.aud = "did:web:elsewhere.example".into()),
@@ -416,4 +418,29 @@ async fn malformed_catalog_requests_are_400_catalog_errors() {
         )
         .await;
     assert_dsp_error(r, StatusCode::BAD_REQUEST, "CatalogError").await;
+}
+
+#[tokio::test]
+async fn participants_need_partner_hosts_listed_one_by_one() {
+    let consumer = Consumer::serve(TcpListener::bind("127.0.0.1:0").await.unwrap()).await;
+    let host = consumer.host.clone();
+    let node = TestNode::start_with(move |c| {
+        c.federation_partners = vec!["*".into()];
+        c.federation_allow_http = vec![host];
+    })
+    .await;
+    let request = json!({"@context": [CONTEXT], "@type": "CatalogRequestMessage"});
+    let url = node.url("/dsp/2025-1/catalog/request");
+    let token = consumer.token(&node);
+    let r = consumer
+        .catalog_with(&node, &url, Some(&token), &request)
+        .await;
+    let body = assert_dsp_error(r, StatusCode::UNAUTHORIZED, "CatalogError").await;
+    assert!(
+        body["reason"][0]
+            .as_str()
+            .unwrap()
+            .contains("--federation-partners"),
+        "{body}"
+    );
 }

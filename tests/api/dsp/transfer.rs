@@ -379,6 +379,9 @@ async fn the_publisher_suspends_resumes_and_completes_a_transfer_and_the_consume
         .await;
     assert_valid("transfer/transfer-suspension-message-schema.json", &told);
     w.transfer_reaches(&pid, "SUSPENDED").await;
+    // The consumer cannot undo the provider's suspension.
+    let r = w.step(&pid, cpid, "start", "TransferStartMessage").await;
+    assert_dsp_error(r, StatusCode::BAD_REQUEST, TRANSFER_ERROR).await;
     // Resumed: a new start with a new token; the old one stays refused.
     let r = w
         .trader
