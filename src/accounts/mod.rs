@@ -244,6 +244,17 @@ impl Accounts {
                 for q in key_quads(&org_node, key, name, &now) {
                     tx.insert(&q);
                 }
+                self.audit.record(
+                    tx,
+                    events,
+                    &actor,
+                    Change {
+                        action: "key.created",
+                        organization: Some(&organization),
+                        target: &keys::key_id(&key_hash(key)),
+                        details: serde_json::json!({"name": name}),
+                    },
+                );
             }
             Self::write_user(tx, &org_node, &user_node, &new, role, &now);
             self.audit.record(

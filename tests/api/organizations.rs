@@ -65,6 +65,12 @@ async fn create_operator(node: &TestNode, key: Option<&str>, password: &str) -> 
     node.post_json("/operations/operator", key, &body).await
 }
 
+/// A key's id: the first 16 hex digits of its SHA-256.
+fn id_of_key(key: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(key.as_bytes()))[..16].to_owned()
+}
+
 fn node_did_of(node: &TestNode) -> String {
     format!(
         "did:web:{}",
@@ -717,8 +723,10 @@ async fn the_audit_log_records_who_changed_what_without_secrets() {
             ("key.revoked", key_id.as_str()),
             ("key.created", key_id.as_str()),
             ("user.created", b.identity.as_str()),
+            ("key.created", id_of_key(&b.api_key).as_str()),
             ("user.created", m.identity.as_str()),
             ("user.created", a.identity.as_str()),
+            ("key.created", id_of_key(&a.api_key).as_str()),
             ("operator.created", operator_account),
         ]
     );
@@ -742,7 +750,7 @@ async fn the_audit_log_records_who_changed_what_without_secrets() {
     .await;
     let own = json_body(r).await;
     let own = own["entities"].as_array().unwrap();
-    assert_eq!(own.len(), 6, "{own:?}");
+    assert_eq!(own.len(), 7, "{own:?}");
     assert!(own
         .iter()
         .all(|e| e["organization"] == a.organization.as_str()));
@@ -762,7 +770,15 @@ async fn the_audit_log_records_who_changed_what_without_secrets() {
         .iter()
         .map(|e| e["action"].as_str().unwrap())
         .collect();
-    assert_eq!(theirs, ["policy.deleted", "policy.created", "user.created"]);
+    assert_eq!(
+        theirs,
+        [
+            "policy.deleted",
+            "policy.created",
+            "user.created",
+            "key.created"
+        ]
+    );
     let member = node
         .create_account(&b.api_key, "member@two.example", None)
         .await;
