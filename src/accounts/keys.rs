@@ -8,14 +8,14 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
 use serde_json::{json, Value};
 
 use super::audit::{Actor, Change};
 use super::{key_hash, now_literal, Accounts};
 use crate::error::{Error, Result};
 use crate::secrets::random_token;
-use crate::store::graphs;
+use crate::store::{graphs, replace_value};
 use crate::vocab::{dsn, xsd};
 
 pub const KEY_PREFIX: &str = "urn:dataspace-node:key:";
@@ -234,27 +234,14 @@ impl Accounts {
         if due.is_empty() {
             return Ok(());
         }
-        let g = GraphName::from(graphs::accounts());
+        let g = graphs::accounts();
         self.store.write(|tx| {
             for (id, last) in &due {
-                let node = key_node(id);
-                let p = dsn("lastUsed");
-                let old: Vec<Quad> = tx
-                    .quads_for_pattern(
-                        Some(node.as_ref().into()),
-                        Some(p.as_ref()),
-                        None,
-                        Some(g.as_ref()),
-                    )
-                    .collect::<std::result::Result<_, _>>()?;
-                for q in &old {
-                    tx.remove(q);
-                }
                 let at = Literal::new_typed_literal(
                     crate::consignment::format_millis(*last),
                     xsd("dateTime"),
                 );
-                tx.insert(&Quad::new(node, p, Term::from(at), g.clone()));
+                replace_value(tx, &key_node(id), &dsn("lastUsed"), at, &g)?;
             }
             Ok(())
         })?;

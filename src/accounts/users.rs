@@ -18,22 +18,9 @@ pub struct UserChange {
     pub disabled: Option<bool>,
 }
 
-/// Replaces every `subject predicate ?o` of the accounts graph with `object`.
+/// Replaces `subject`'s `predicate` in the accounts graph with `object`.
 fn set(tx: &mut Transaction<'_>, subject: &NamedNode, predicate: &str, object: Term) -> Result<()> {
-    let (p, g) = (dsn(predicate), graphs::accounts());
-    let old: Vec<Quad> = tx
-        .quads_for_pattern(
-            Some(subject.as_ref().into()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        )
-        .collect::<std::result::Result<_, _>>()?;
-    for q in &old {
-        tx.remove(q);
-    }
-    tx.insert(&Quad::new(subject.clone(), p, object, GraphName::from(g)));
-    Ok(())
+    crate::store::replace_value(tx, subject, &dsn(predicate), object, &graphs::accounts())
 }
 
 fn generation(n: u64) -> Term {

@@ -3,7 +3,7 @@
 //! change, with the message still to send to the consumer — so a restart continues where it
 //! was, and a message is sent only after the change that calls for it committed.
 
-use oxigraph::model::{GraphName, Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+use oxigraph::model::{Literal, NamedNode, NamedOrBlankNode, Term};
 use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,7 +12,7 @@ use super::message::pids;
 use super::{Dsp, CONTEXT};
 use crate::consignment::now;
 use crate::error::{Error, Result};
-use crate::store::{graphs, Committed, Events, Store};
+use crate::store::{graphs, replace_value, Committed, Events, Store};
 use crate::vocab::{dsn, RDF_JSON};
 
 const PREFIX: &str = "urn:dataspace-node:dsp:";
@@ -64,15 +64,6 @@ pub fn uuid_of(pid: &str) -> Option<&str> {
 
 fn node(uuid: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("{PREFIX}{uuid}"))
-}
-
-fn quad(uuid: &str, json: String) -> Quad {
-    Quad::new(
-        node(uuid),
-        dsn("dspProcess"),
-        Literal::new_typed_literal(json, NamedNode::new_unchecked(RDF_JSON)),
-        GraphName::NamedNode(graphs::dsp()),
-    )
 }
 
 fn parse(term: &Term) -> Option<Process> {
@@ -147,20 +138,9 @@ impl Process {
         let uuid = uuid_of(&self.provider_pid)
             .ok_or_else(|| Error::internal("a process without a uuid"))?
             .to_owned();
-        let (n, p, g) = (node(&uuid), dsn("dspProcess"), graphs::dsp());
-        let old: Vec<Quad> = tx
-            .quads_for_pattern(
-                Some(n.as_ref().into()),
-                Some(p.as_ref()),
-                None,
-                Some(g.as_ref().into()),
-            )
-            .collect::<std::result::Result<_, _>>()?;
-        for q in &old {
-            tx.remove(q);
-        }
         let json = serde_json::to_string(self).map_err(Error::internal)?;
-        tx.insert(&quad(&uuid, json));
+        let state = Literal::new_typed_literal(json, NamedNode::new_unchecked(RDF_JSON));
+        replace_value(tx, &node(&uuid), &dsn("dspProcess"), state, &graphs::dsp())?;
         if self.outgoing.is_some() {
             events.push(Committed::DspQueued {
                 pid: self.provider_pid.clone(),

@@ -8,12 +8,12 @@
 //! every consignment shared with it. A counter not written yet (the node's first share with the
 //! organisation) is counted once from the memberships.
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad};
+use oxigraph::model::{Literal, NamedNode};
 use oxigraph::store::Transaction;
 
 use crate::error::{Error, Result};
 use crate::federation::did;
-use crate::store::graphs;
+use crate::store::{graphs, replace_value};
 use crate::vocab::dsn;
 
 const HELD: &str = "remoteRecordsHeld";
@@ -84,23 +84,14 @@ fn count(tx: &Transaction<'_>, org: &NamedNode, node: &str) -> Result<u64> {
 }
 
 fn set(tx: &mut Transaction<'_>, org: &NamedNode, node: &str, held: u64) -> Result<()> {
-    let counter = counter(org, node);
-    let graph = GraphName::NamedNode(graphs::sharing());
-    let predicate = dsn(HELD);
-    let old: Vec<Quad> = tx
-        .quads_for_pattern(
-            Some(counter.as_ref().into()),
-            Some(predicate.as_ref()),
-            None,
-            Some(graph.as_ref()),
-        )
-        .collect::<std::result::Result<_, _>>()?;
-    for q in &old {
-        tx.remove(q);
-    }
     let value = Literal::new_typed_literal(held.to_string(), oxigraph::model::vocab::xsd::INTEGER);
-    tx.insert(&Quad::new(counter, predicate, value, graph));
-    Ok(())
+    replace_value(
+        tx,
+        &counter(org, node),
+        &dsn(HELD),
+        value,
+        &graphs::sharing(),
+    )
 }
 
 /// The counter of `node`'s records held for `org`.

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 
 use crate::config::STORE_OPEN_FILES as MAX_OPEN_FILES;
@@ -343,6 +343,35 @@ impl Store {
 fn open_db(path: &Path, open_files: u32) -> Result<oxigraph::store::Store> {
     let options = oxigraph::store::StoreOptions::default().with_max_open_files(open_files);
     Ok(oxigraph::store::Store::open_with_options(path, options)?)
+}
+
+/// Writes the single-valued fact `subject predicate object` in `graph` in place of whatever
+/// objects it had: the write counterpart of [`Store::value`].
+pub fn replace_value(
+    tx: &mut Transaction<'_>,
+    subject: &NamedNode,
+    predicate: &NamedNode,
+    object: impl Into<Term>,
+    graph: &NamedNode,
+) -> Result<()> {
+    let old: Vec<Quad> = tx
+        .quads_for_pattern(
+            Some(subject.as_ref().into()),
+            Some(predicate.as_ref()),
+            None,
+            Some(graph.as_ref().into()),
+        )
+        .collect::<std::result::Result<_, _>>()?;
+    for q in &old {
+        tx.remove(q);
+    }
+    tx.insert(&Quad::new(
+        subject.clone(),
+        predicate.clone(),
+        object,
+        GraphName::NamedNode(graph.clone()),
+    ));
+    Ok(())
 }
 
 #[cfg(test)]
