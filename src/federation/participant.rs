@@ -12,12 +12,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::did;
-use super::token::MAX_LIFETIME_SECS;
+use super::token::{fresh, LEEWAY_SECS};
 use super::Federation;
 use crate::error::{Error, Result};
-
-/// Clock difference tolerated with a participant.
-const LEEWAY_SECS: u64 = 30;
 
 #[derive(Debug, Deserialize)]
 struct Claims {
@@ -132,20 +129,7 @@ impl Federation {
             .map_err(|e| rejected(&e.to_string()))?
             .claims;
         let now = chrono::Utc::now().timestamp();
-        if claims.iat > now + LEEWAY_SECS as i64 {
-            return Err(rejected("iat is ahead of this node's clock"));
-        }
-        // Checked: an `iat` far in the past with an `exp` far ahead must not wrap around.
-        let lifetime = claims.exp.checked_sub(claims.iat);
-        if lifetime.is_none_or(|l| !(0..=MAX_LIFETIME_SECS).contains(&l)) {
-            return Err(rejected("lifetime too long"));
-        }
-        if claims.jti.is_empty()
-            || claims.jti.len() > 200
-            || claims.jti.contains(char::is_whitespace)
-        {
-            return Err(rejected("bad jti"));
-        }
+        fresh(claims.iat, claims.exp, &claims.jti, now).map_err(rejected)?;
         let replay_key = format!("dsp {issuer} {}", claims.jti);
         if !self.tokens.first_use(replay_key, claims.exp, now)? {
             return Err(rejected("replayed"));

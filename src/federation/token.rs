@@ -22,8 +22,31 @@ use crate::error::{Error, Result};
 const LIFETIME_SECS: i64 = 60;
 /// The longest lifetime a received token may claim.
 pub const MAX_LIFETIME_SECS: i64 = 300;
-/// Clock difference tolerated between nodes.
-const LEEWAY_SECS: u64 = 30;
+/// Clock difference tolerated between nodes (and with Dataspace Protocol participants).
+pub(super) const LEEWAY_SECS: u64 = 30;
+
+/// What a received token's times and id must be, whoever signed it: issued no later than the
+/// clock allows, valid at most [`MAX_LIFETIME_SECS`], a `jti` of up to 200 characters without
+/// spaces; else why not.
+pub(super) fn fresh(
+    iat: i64,
+    exp: i64,
+    jti: &str,
+    now: i64,
+) -> std::result::Result<(), &'static str> {
+    if iat > now + LEEWAY_SECS as i64 {
+        return Err("iat is ahead of this node's clock");
+    }
+    // Checked: an `iat` far in the past with an `exp` far ahead must not wrap around.
+    let lifetime = exp.checked_sub(iat);
+    if lifetime.is_none_or(|l| !(0..=MAX_LIFETIME_SECS).contains(&l)) {
+        return Err("lifetime too long");
+    }
+    if jti.is_empty() || jti.len() > 200 || jti.contains(char::is_whitespace) {
+        return Err("bad jti");
+    }
+    Ok(())
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Claims {
@@ -131,22 +154,9 @@ impl Tokens {
         .map_err(|e| rejected(&e.to_string()))?
         .claims;
         let now = chrono::Utc::now().timestamp();
-        if claims.iat > now + LEEWAY_SECS as i64 {
-            return Err(rejected("iat is ahead of this node's clock"));
-        }
-        // Checked: an `iat` far in the past with an `exp` far ahead must not wrap around.
-        let lifetime = claims.exp.checked_sub(claims.iat);
-        if lifetime.is_none_or(|l| !(0..=MAX_LIFETIME_SECS).contains(&l)) {
-            return Err(rejected("lifetime too long"));
-        }
+        fresh(claims.iat, claims.exp, &claims.jti, now).map_err(rejected)?;
         if did::node_of(&claims.sub) != Some(issuer.as_str()) {
             return Err(rejected("sub must be an organisation of the calling node"));
-        }
-        if claims.jti.is_empty() || claims.jti.len() > 200 {
-            return Err(rejected("bad jti"));
-        }
-        if claims.jti.contains(char::is_whitespace) {
-            return Err(rejected("bad jti"));
         }
         let replay_key = format!("{issuer} {}", claims.jti);
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
