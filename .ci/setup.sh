@@ -14,6 +14,11 @@ command -v make >/dev/null 2>&1 || need_apt+=(make)
 # server binary alone: no init script, no system service, nothing listening until a test
 # starts it on its own loopback ports.
 command -v virtuoso-t >/dev/null 2>&1 || need_apt+=(virtuoso-opensource-7-bin)
+# The console (console/) is built with Node.js and npm; its browser tests (tests/api/console/)
+# drive Debian's chromium through chromedriver.
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+[ -x /usr/bin/chromedriver ] || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   SUDO=""
@@ -29,6 +34,20 @@ fi
 # (a clean build compiles RocksDB from C++, ~25 minutes on 2 cores).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/dataspace-node/target}"
 mkdir -p "$CARGO_TARGET_DIR"
+
+# The console's assets, embedded into the binary by build.rs: its packages exactly as the
+# lockfile pins them, into console/node_modules (not committed), then built into console/dist.
+# Rebuilt only when a source, the lockfile or the README (its example queries) changed.
+console_stamp="console/node_modules/.dataspace-node-lock"
+if [ ! -f "$console_stamp" ] || ! cmp -s console/package-lock.json "$console_stamp"; then
+  echo "setup: installing the console's npm packages" >&2
+  (cd console && npm ci --no-audit --no-fund --loglevel=error)
+  cp console/package-lock.json "$console_stamp"
+fi
+if [ ! -f console/dist/index.html ] || [ -n "$(find console/src console/index.html console/build.mjs \
+    console/package-lock.json README.md -newer console/dist/index.html 2>/dev/null | head -1)" ]; then
+  (cd console && npm run --silent build)
+fi
 
 # The SHACL agreement test (tests/api/shacl.rs) runs an independent SHACL engine, pyshacl, with
 # the pyld JSON-LD processor, in a virtualenv of their own outside the clone.

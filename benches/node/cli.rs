@@ -101,6 +101,11 @@ pub struct Args {
     /// Only the webhook section (on a fresh node of its own).
     #[arg(long)]
     pub webhooks_only: bool,
+    /// Loads of each console page in headless chromium (the list, a consignment, the
+    /// notifications, the SPARQL page), timed to the page's data on screen, on the main run's
+    /// store; 0 skips the console section. Needs chromium and chromedriver (`.ci/setup.sh`).
+    #[arg(long, default_value_t = 0)]
+    pub console_loads: usize,
     /// Consignments shared with a Dataspace Protocol connector (and a local agency) in the DSP
     /// section, on the main run's store: catalog against shared list pages, negotiations and
     /// transfers (up to 100) timed to the connector's callback, pulls against linked-data

@@ -9,6 +9,7 @@ mod baselines;
 mod bulk;
 mod cli;
 mod client;
+mod console;
 mod dsp;
 mod flood;
 mod intake;
@@ -293,6 +294,9 @@ fn main() {
     }
     if args.dsp_rounds > 0 {
         client_rt.block_on(dsp::phase(&args, &dir, &mut table, started));
+    }
+    if args.console_loads > 0 {
+        client_rt.block_on(console::phase(&args, &dir, &mut table, started));
     }
     report::write(&args, &table, measured.consignments);
 }

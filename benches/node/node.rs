@@ -141,7 +141,7 @@ pub async fn create_account(
 ) -> Value {
     http.post(format!("{base}/authentication/login/create"))
         .header("x-api-key", operator)
-        .json(&json!({"email": email, "password": "bench password"}))
+        .json(&json!({"email": email, "password": PASSWORD}))
         .send()
         .await
         .unwrap()
@@ -156,7 +156,7 @@ pub async fn operator_session(http: &reqwest::Client, base: &str) -> String {
     let r = http
         .post(format!("{base}/operations/operator"))
         .header("x-api-key", OPERATOR_KEY)
-        .json(&json!({"email": EMAIL, "password": "bench password"}))
+        .json(&json!({"email": EMAIL, "password": PASSWORD}))
         .send()
         .await
         .unwrap();
@@ -179,6 +179,9 @@ pub struct Loaded {
     pub written: i64,
 }
 
+/// Every benchmark user's password.
+pub const PASSWORD: &str = "bench password";
+
 /// The kept data dir's record of what it holds.
 pub const STATE_FILE: &str = "bench-state.json";
 
@@ -192,7 +195,7 @@ pub async fn log_in_as(http: &reqwest::Client, base: &str, api_key: &str, email:
     let r = http
         .post(format!("{base}/authentication/login"))
         .header("x-api-key", api_key)
-        .json(&json!({"email": email, "password": "bench password"}))
+        .json(&json!({"email": email, "password": PASSWORD}))
         .send()
         .await
         .unwrap();

@@ -38,6 +38,8 @@ pub struct Caller {
     pub key_id: String,
     /// The user's session generation the session was issued under.
     pub generation: u64,
+    /// A console session: authenticated by its cookie alone (`Claims::con`).
+    pub console: bool,
 }
 
 impl Caller {
@@ -51,6 +53,7 @@ impl Caller {
             session: String::new(),
             key_id: String::new(),
             generation: 0,
+            console: false,
         }
     }
 
@@ -87,6 +90,10 @@ pub struct Auth {
 }
 
 const BAD_LOGIN: &str = "invalid email or password";
+
+fn missing_session() -> Error {
+    Error::Unauthorized("missing session: send the access_token cookie or a Bearer token".into())
+}
 
 /// The key id sessions made with the operator's key carry.
 const OPERATOR_KEY_ID: &str = "operator";
@@ -138,21 +145,9 @@ impl Auth {
     /// revoked), which memory answers.
     pub fn authenticate(&self, key: Option<&str>, token: Option<&str>) -> Result<Caller> {
         let (holder, _) = self.holder(key)?;
-        let token = token.ok_or_else(|| {
-            Error::Unauthorized(
-                "missing session: send the access_token cookie or a Bearer token".into(),
-            )
-        })?;
-        let claims = self.sessions.verify(token)?;
-        let role = {
-            let standing = self.accounts.standing();
-            let person = standing
-                .admits(&claims.sub, &claims.jti, &claims.key, claims.gen)
-                .map_err(|why| Error::Unauthorized(why.into()))?;
-            person.role
-        };
+        let claims = self.sessions.verify(token.ok_or_else(missing_session)?)?;
         let operator = match holder {
-            KeyHolder::Operator => role == Role::Operator,
+            KeyHolder::Operator => true,
             KeyHolder::Organization(org) if org == claims.org => false,
             KeyHolder::Organization(_) => {
                 return Err(Error::Unauthorized(
@@ -160,14 +155,45 @@ impl Auth {
                 ))
             }
         };
+        self.standing_caller(claims, operator)
+    }
+
+    /// Checks a console session sent as its cookie without a key: the key it names stands in
+    /// for the header (a revoked key ends it like any session). `same_origin` says the request
+    /// is safe or carries `x-console-request`, which a page of another origin cannot send.
+    pub fn authenticate_console(&self, token: &str, same_origin: bool) -> Result<Caller> {
+        let claims = self.sessions.verify(token)?;
+        if !claims.con {
+            return Err(Error::Unauthorized("missing x-api-key header".into()));
+        }
+        if !same_origin {
+            return Err(Error::Forbidden(
+                "a console session changes data only with the x-console-request header".into(),
+            ));
+        }
+        let operator = claims.key == OPERATOR_KEY_ID;
+        self.standing_caller(claims, operator)
+    }
+
+    /// The caller of a verified session that still stands; `operator_key` says the request
+    /// came with the operator's key, which makes the operator account's session the operator.
+    fn standing_caller(&self, claims: Claims, operator_key: bool) -> Result<Caller> {
+        let role = {
+            let standing = self.accounts.standing();
+            let person = standing
+                .admits(&claims.sub, &claims.jti, &claims.key, claims.gen)
+                .map_err(|why| Error::Unauthorized(why.into()))?;
+            person.role
+        };
         Ok(Caller {
             user: claims.sub,
             organization: claims.org,
-            operator,
+            operator: operator_key && role == Role::Operator,
             expiry_ms: claims.exp * 1000,
             session: claims.jti,
             key_id: claims.key,
             generation: claims.gen,
+            console: claims.con,
         })
     }
 
@@ -180,6 +206,7 @@ impl Auth {
         client: IpAddr,
         email: &str,
         password: String,
+        console: bool,
     ) -> Result<LoggedIn> {
         let (holder, key_id) = self.holder(key)?;
         let email = normalise_email(email)?;
@@ -217,11 +244,12 @@ impl Auth {
         self.by_email.forget(&attempts);
         self.by_client.release(&client);
         Ok(LoggedIn {
-            session: self.sessions.issue(
+            session: self.sessions.issue_as(
                 &user.identity,
                 &user.organization,
                 &key_id,
                 person.generation,
+                console,
             )?,
             identity: user.identity,
         })
@@ -349,8 +377,13 @@ impl Auth {
         let gen =
             tokio::task::spawn_blocking(move || accounts.change_password(&actor, &user, &hash))
                 .await??;
-        self.sessions
-            .issue(&caller.user, &caller.organization, &caller.key_id, gen)
+        self.sessions.issue_as(
+            &caller.user,
+            &caller.organization,
+            &caller.key_id,
+            gen,
+            caller.console,
+        )
     }
 
     /// Creates the operator account with the operator's key alone, once.

@@ -24,6 +24,10 @@ pub struct Claims {
     /// The user's session generation when it was issued (`accounts::people`).
     #[serde(default)]
     pub gen: u64,
+    /// A console session (`POST /console/session`): it authenticates from its HttpOnly cookie
+    /// without the key, which the console's sign-in checked and the session names (`key`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub con: bool,
 }
 
 pub struct Session {
@@ -55,6 +59,18 @@ impl Sessions {
 
     /// A session of `user` of `org`, made with key `key` at the user's generation `gen`.
     pub fn issue(&self, user: &str, org: &str, key: &str, gen: u64) -> Result<Session> {
+        self.issue_as(user, org, key, gen, false)
+    }
+
+    /// As `issue`; `console` marks a console session (`Claims::con`).
+    pub fn issue_as(
+        &self,
+        user: &str,
+        org: &str,
+        key: &str,
+        gen: u64,
+        console: bool,
+    ) -> Result<Session> {
         let now = chrono::Utc::now().timestamp();
         let exp = now + self.lifetime.as_secs() as i64;
         let claims = Claims {
@@ -65,6 +81,7 @@ impl Sessions {
             jti: uuid::Uuid::new_v4().simple().to_string(),
             key: key.to_owned(),
             gen,
+            con: console,
         };
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| Error::internal(format!("jwt: {e}")))?;

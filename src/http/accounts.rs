@@ -58,7 +58,7 @@ pub async fn login(
     let password = fields.required_str("password")?;
     let logged_in = node
         .auth
-        .login(key.as_deref(), client.ip(), &email, password)
+        .login(key.as_deref(), client.ip(), &email, password, false)
         .await
         .inspect_err(|e| {
             if matches!(e, Error::TooManyRequests { .. }) {
@@ -75,7 +75,12 @@ pub async fn login(
 }
 
 /// Sets (or, with `Max-Age=0` as `extra`, clears) the session cookie.
-fn set_cookie(node: &Node, response: &mut Response, token: &str, extra: &str) -> Result<()> {
+pub(super) fn set_cookie(
+    node: &Node,
+    response: &mut Response,
+    token: &str,
+    extra: &str,
+) -> Result<()> {
     let secure = if node.identity.is_https() {
         "; Secure"
     } else {
@@ -123,5 +128,6 @@ pub async fn session(caller: Caller) -> Json<serde_json::Value> {
         "identity": caller.user,
         "organizationId": caller.organization,
         "expiry": caller.expiry_ms,
+        "operator": caller.operator,
     }))
 }

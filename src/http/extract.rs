@@ -47,20 +47,21 @@ fn bearer(parts: &Parts) -> Option<&str> {
         .map(str::trim)
 }
 
-/// The session token: `Authorization: Bearer …` or else the `access_token` cookie.
-fn session_token(parts: &Parts) -> Option<&str> {
-    bearer(parts).or_else(|| {
-        parts
-            .headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(name, _)| *name == SESSION_COOKIE)
-            .map(|(_, value)| value.trim())
-    })
+/// The `access_token` cookie, if any.
+fn session_cookie(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim())
 }
+
+/// The header the console sends with every request that changes something (`console/src/api.js`).
+pub const CONSOLE_HEADER: &str = "x-console-request";
 
 impl FromRequestParts<Arc<Node>> for Caller {
     type Rejection = Error;
@@ -70,7 +71,15 @@ impl FromRequestParts<Arc<Node>> for Caller {
             .headers
             .get(API_KEY_HEADER)
             .and_then(|v| v.to_str().ok());
-        node.auth.authenticate(key, session_token(parts))
+        match (key, bearer(parts), session_cookie(parts)) {
+            // Only a cookie: the console's session, which a script cannot read or send elsewhere.
+            (None, None, Some(cookie)) => {
+                let same_origin =
+                    parts.method.is_safe() || parts.headers.contains_key(CONSOLE_HEADER);
+                node.auth.authenticate_console(cookie, same_origin)
+            }
+            (key, bearer, cookie) => node.auth.authenticate(key, bearer.or(cookie)),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! HTTP and the domain modules; they hold no rules of their own.
 
 mod accounts;
+mod console;
 mod documents;
 mod dsp;
 pub mod error;
@@ -97,6 +98,11 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/org/{id}/did.json", get(federation::organization_document))
         .route("/federation/inbox", post(federation::inbox))
         .route("/federation/datasets", get(federation::dataset))
+        .route("/console", get(console::page))
+        .route("/console/", get(console::page))
+        .route("/console/assets/{file}", get(console::asset))
+        .route("/console/session", post(console::sign_in))
+        .route("/console/{*page}", get(console::page))
         .route("/authentication/login", post(accounts::login))
         .route("/authentication/login/create", post(accounts::create))
         .route("/authentication/session", get(accounts::session))

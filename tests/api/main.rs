@@ -6,6 +6,7 @@ mod accounts;
 mod backups;
 mod common;
 mod concurrency;
+mod console;
 mod crash;
 mod documents;
 mod dsp;

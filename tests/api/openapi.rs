@@ -25,7 +25,9 @@ fn router_routes() -> BTreeSet<(String, String)> {
         Regex::new(r"(?:^|[\s.(,])(get|put|post|delete|options|head|patch|trace)\s*\(").unwrap();
     let mut routes = BTreeSet::new();
     for caps in start.captures_iter(ROUTER) {
-        let path = caps[1].to_string();
+        // A catch-all `{*rest}` is documented as the template `{rest}` (OpenAPI has no
+        // multi-segment variable; its description says so).
+        let path = caps[1].replace("{*", "{");
         // The rest of this `.route(` call: up to its closing parenthesis.
         let rest = &ROUTER[caps.get(0).unwrap().end()..];
         let mut depth = 1usize;

@@ -1,6 +1,7 @@
 //! Fixtures shared by the API tests, one job per file; topic files import only from here.
 
 mod activities;
+mod browser;
 mod corpus;
 mod documents;
 mod http;
@@ -13,6 +14,7 @@ mod sparql;
 mod virtuoso;
 
 pub use activities::*;
+pub use browser::*;
 pub use corpus::*;
 pub use documents::*;
 pub use http::*;
