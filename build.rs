@@ -32,7 +32,7 @@ fn main() {
             .filter(|n| !n.ends_with(".gz"))
             .collect();
         names.sort();
-        code.push_str("pub static ASSETS: &[(&str, &[u8], Option<&[u8]>)] = &[\n");
+        code.push_str("pub static ASSETS: &[super::Asset] = &[\n");
         for name in names {
             let plain = assets.join(&name);
             let gz = assets.join(format!("{name}.gz"));
@@ -43,7 +43,7 @@ fn main() {
             };
             writeln!(
                 code,
-                "    ({name:?}, include_bytes!({:?}), {gz}),",
+                "    super::Asset {{ name: {name:?}, plain: include_bytes!({:?}), gz: {gz} }},",
                 plain.display()
             )
             .unwrap();
@@ -51,7 +51,7 @@ fn main() {
         code.push_str("];\n");
     } else {
         code.push_str("pub static INDEX: Option<&[u8]> = None;\n");
-        code.push_str("pub static ASSETS: &[(&str, &[u8], Option<&[u8]>)] = &[];\n");
+        code.push_str("pub static ASSETS: &[super::Asset] = &[];\n");
     }
     let out =
         Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("console_assets.rs");

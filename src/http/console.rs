@@ -17,6 +17,13 @@ use super::extract::{Body, Fields, PathParams};
 use crate::error::{Error, Result};
 use crate::node::Node;
 
+/// A built asset: its hashed file name, its bytes, and their gzip when the build made one.
+struct Asset {
+    name: &'static str,
+    plain: &'static [u8],
+    gz: Option<&'static [u8]>,
+}
+
 mod built {
     include!(concat!(env!("OUT_DIR"), "/console_assets.rs"));
 }
@@ -70,9 +77,9 @@ pub async fn page() -> Response {
 
 /// `GET /console/assets/{file}`: a hashed asset, cached for good; gzip when the client takes it.
 pub async fn asset(PathParams(file): PathParams<String>, headers: HeaderMap) -> Result<Response> {
-    let (_, plain, gz) = built::ASSETS
+    let asset = built::ASSETS
         .iter()
-        .find(|(name, _, _)| *name == file)
+        .find(|asset| asset.name == file)
         .ok_or_else(|| Error::NotFound("no such console asset".into()))?;
     let kind = match file.rsplit('.').next() {
         Some("js") => "text/javascript; charset=utf-8",
@@ -86,9 +93,9 @@ pub async fn asset(PathParams(file): PathParams<String>, headers: HeaderMap) -> 
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|coding| coding.split(';').next().map(str::trim) == Some("gzip"));
-    let mut response = match gz {
-        Some(gz) if takes_gzip => ([(header::CONTENT_ENCODING, "gzip")], *gz).into_response(),
-        _ => (*plain).into_response(),
+    let mut response = match asset.gz {
+        Some(gz) if takes_gzip => ([(header::CONTENT_ENCODING, "gzip")], gz).into_response(),
+        _ => asset.plain.into_response(),
     };
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));

@@ -31,7 +31,6 @@ async fn an_agency_sees_new_shares_appear_and_counts_the_unseen() {
         )
         .await;
     b.wait_text(".badge", "1").await;
-    b.wait_text(".toast", "FWD-2026-000007").await;
     b.screenshot("badge").await;
     b.click_text("header.top nav a", "Notifications").await;
     b.wait_text("tr.notification", "FWD-2026-000007").await;

@@ -4,7 +4,9 @@
 use serde_json::json;
 
 use super::sign_in;
-use crate::common::{as_org, example, Browser, Session, TestNode, IDENTIFIER};
+use crate::common::{
+    as_org, consignment_at, example, kenya_circle, Browser, Session, TestNode, IDENTIFIER,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clerk_finds_a_consignment_sees_its_route_and_history_and_goes_back_before_the_update() {
@@ -89,6 +91,50 @@ async fn a_clerk_finds_a_consignment_sees_its_route_and_history_and_goes_back_be
     // "Now" again, by the control's own button.
     b.click_text("form.as-of button", "Now").await;
     b.wait_text("ol.stops", "Dar es Salaam").await;
+
+    // Signing out ends the session: the console asks for a sign-in again.
+    b.click_text("header.top button", "Sign out").await;
+    b.find("form.sign-in input[name=apiKey]").await;
+    b.goto(&node.url("/console/consignments")).await;
+    b.find("form.sign-in input[name=apiKey]").await;
+    assert!(b.location().await.starts_with("/console/sign-in?next="));
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_reads_one_page_at_a_time_in_each_scope() {
+    let node = TestNode::start().await;
+    let (_operator, trader, agency) = kenya_circle(&node).await;
+    for n in 1..=27 {
+        let create = consignment_at(trader.org(), n, "KEMBA", "2026-12-24T06:00:00Z");
+        trader.publish(&node, &create).await;
+    }
+    let b = Browser::start("scopes").await;
+    let a = &agency.account;
+    sign_in(&b, &node, &a.api_key, &a.email, &a.password).await;
+    b.wait_text("table.list tbody tr", "FWD-2026-000027").await;
+    assert_eq!(b.texts("table.list tbody tr").await.len(), 25);
+    b.click_text("nav.pager a", "Next page").await;
+    b.wait_text("table.list tbody tr", "FWD-2026-000001").await;
+    let rest = b.texts("table.list tbody tr").await;
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert!(
+        rest[0].contains("FWD-2026-000002"),
+        "newest first: {rest:?}"
+    );
+    assert!(b
+        .texts("nav.pager a")
+        .await
+        .iter()
+        .all(|t| t != "Next page"));
+    b.click_text("nav.tabs a", "Published by us").await;
+    b.wait_text("main .message", "No consignments in this scope")
+        .await;
+    b.click_text("nav.tabs a", "Shared with us").await;
+    b.wait_text("table.list tbody tr", "FWD-2026-000027").await;
+    assert_eq!(b.texts("table.list tbody tr").await.len(), 25);
+    assert!(b.location().await.ends_with("scope=shared"));
+    b.screenshot("shared").await;
     b.close().await;
 }
 
