@@ -56,9 +56,22 @@ pub async fn login(
     let fields = Fields(&object);
     let email = fields.required_str("email")?;
     let password = fields.required_str("password")?;
+    logged_in(&node, key.as_deref(), client, &email, password, false).await
+}
+
+/// A login's answer: `{expiry, identity}`, and the session as the cookie; `console` makes it
+/// a console session (`http/console.rs`).
+pub(super) async fn logged_in(
+    node: &Node,
+    key: Option<&str>,
+    client: SocketAddr,
+    email: &str,
+    password: String,
+    console: bool,
+) -> Result<Response> {
     let logged_in = node
         .auth
-        .login(key.as_deref(), client.ip(), &email, password, false)
+        .login(key, client.ip(), email, password, console)
         .await
         .inspect_err(|e| {
             if matches!(e, Error::TooManyRequests { .. }) {
@@ -70,7 +83,7 @@ pub async fn login(
         "identity": logged_in.identity,
     }))
     .into_response();
-    set_cookie(&node, &mut response, &logged_in.session.token, "")?;
+    set_cookie(node, &mut response, &logged_in.session.token, "")?;
     Ok(response)
 }
 

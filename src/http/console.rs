@@ -9,11 +9,9 @@ use std::sync::Arc;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
-use serde_json::json;
 
-use super::accounts::set_cookie;
-use super::extract::{Body, Fields, PathParams};
+use super::accounts::logged_in;
+use super::extract::{Body, Fields, PathParams, CONSOLE_HEADER};
 use crate::error::{Error, Result};
 use crate::node::Node;
 
@@ -108,31 +106,24 @@ pub async fn asset(PathParams(file): PathParams<String>, headers: HeaderMap) -> 
 }
 
 /// `POST /console/session` `{apiKey, email, password}`: a login (same checks, throttle and
-/// answers) whose session is a console session, set as the HttpOnly cookie only.
+/// answers) whose session is a console session, set as the HttpOnly cookie only. Like every
+/// console request that changes something it needs `x-console-request`: a page of another
+/// origin must not sign a browser in to an account of its choosing.
 pub async fn sign_in(
     State(node): State<Arc<Node>>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response> {
+    if !headers.contains_key(CONSOLE_HEADER) {
+        return Err(Error::Forbidden(format!(
+            "the console signs in with the {CONSOLE_HEADER} header"
+        )));
+    }
     let object = body.json_object()?;
     let fields = Fields(&object);
     let key = fields.required_str("apiKey")?;
     let email = fields.required_str("email")?;
     let password = fields.required_str("password")?;
-    let logged_in = node
-        .auth
-        .login(Some(&key), client.ip(), &email, password, true)
-        .await
-        .inspect_err(|e| {
-            if matches!(e, Error::TooManyRequests { .. }) {
-                node.metrics.login_throttled();
-            }
-        })?;
-    let mut response = Json(json!({
-        "expiry": logged_in.session.expiry_ms,
-        "identity": logged_in.identity,
-    }))
-    .into_response();
-    set_cookie(&node, &mut response, &logged_in.session.token, "")?;
-    Ok(response)
+    logged_in(&node, Some(&key), client, &email, password, true).await
 }

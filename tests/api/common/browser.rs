@@ -223,8 +223,26 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// A test that failed never closed its session: chromium outlives its killed driver, so
+    /// its processes (found by this browser's own profile folder) are ended too.
     fn drop(&mut self) {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        let profile = format!("--user-data-dir={}", self._profile.path().display());
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == profile.as_bytes())
+            {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+        }
     }
 }

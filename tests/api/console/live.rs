@@ -84,16 +84,7 @@ async fn an_ended_session_goes_to_sign_in_and_back_to_the_page_asked_for() {
     let at = b.location().await;
     assert!(at.starts_with("/console/sign-in?next="), "{at}");
     b.screenshot("signed-out").await;
-    b.type_keys(&format!(
-        "{}{}{}{}{}{}",
-        a.api_key,
-        super::TAB,
-        a.email,
-        super::TAB,
-        a.password,
-        super::ENTER
-    ))
-    .await;
+    super::type_credentials(&b, &a.api_key, &a.email, &a.password).await;
     b.wait_text("ol.stops", "Mombasa").await;
     assert_eq!(b.location().await, page);
     b.close().await;

@@ -174,15 +174,7 @@ async fn an_unknown_id_and_wrong_credentials_are_messages_in_the_page() {
     let a = &clerk.account;
     b.goto(&node.url("/console")).await;
     b.find("form.sign-in input[name=apiKey]").await;
-    b.type_keys(&format!(
-        "{}{}{}{}wrong password{}",
-        a.api_key,
-        super::TAB,
-        a.email,
-        super::TAB,
-        super::ENTER
-    ))
-    .await;
+    super::type_credentials(&b, &a.api_key, &a.email, "wrong password").await;
     b.wait_text("form.sign-in .message.error", "Sign-in failed")
         .await;
     b.screenshot("wrong-credentials").await;

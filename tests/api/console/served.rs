@@ -92,6 +92,7 @@ async fn console_cookie(node: &TestNode, who: &Session) -> String {
     let r = node
         .client
         .post(node.url("/console/session"))
+        .header("x-console-request", "1")
         .json(&json!({"apiKey": who.account.api_key, "email": who.account.email, "password": who.account.password}))
         .send()
         .await
@@ -196,6 +197,7 @@ async fn console_sign_in_answers_as_login_does() {
     let sign_in = |body: Value| {
         node.client
             .post(node.url("/console/session"))
+            .header("x-console-request", "1")
             .json(&body)
             .send()
     };
@@ -223,8 +225,20 @@ async fn console_sign_in_answers_as_login_does() {
         .post(node.url("/console/session"))
         .body("not json")
         .header("content-type", "application/json")
+        .header("x-console-request", "1")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // A form of another site cannot add the header: no sign-in of its choosing.
+    let r = node
+        .client
+        .post(node.url("/console/session"))
+        .header("content-type", "text/plain")
+        .body(json!({"apiKey": a.api_key, "email": a.email, "password": a.password}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.headers().get("set-cookie").is_none());
 }
