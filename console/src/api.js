@@ -72,6 +72,7 @@ export async function request(method, path, { body, headers = {}, accept, raw = 
 export const get = (path, options) => request('GET', path, options);
 export const post = (path, body, options = {}) => request('POST', path, { ...options, body });
 export const del = (path, options) => request('DELETE', path, options);
+export const patch = (path, body, options = {}) => request('PATCH', path, { ...options, body });
 
 export function query(params) {
   const search = new URLSearchParams();

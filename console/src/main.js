@@ -9,6 +9,7 @@ import { consignmentPage } from './pages/consignment.js';
 import { notificationsPage, live } from './pages/notifications.js';
 import { sparqlPage } from './pages/sparql.js';
 import { policiesPage } from './pages/policies.js';
+import { organizationPage } from './pages/organization.js';
 
 export const ROOT = '/console';
 
@@ -21,6 +22,7 @@ const routes = [
   [/^\/notifications\/?$/, notificationsPage],
   [/^\/sparql\/?$/, sparqlPage],
   [/^\/policies\/?$/, policiesPage],
+  [/^\/organization\/?$/, organizationPage],
 ];
 
 /** Goes to a console address (`/consignments/…`, with its query) without reloading. */
@@ -67,6 +69,7 @@ function nav(session) {
     link('/sparql', 'SPARQL'),
   ];
   if (session.operator) items.push(link('/policies', 'Sharing policies'));
+  else items.push(link('/organization', 'Organisation'));
   return h('header', { class: 'top' },
     h('span', { class: 'brand' }, 'dataspace-node'),
     h('nav', { 'aria-label': 'Console' }, h('ul', {}, items.map((item) => h('li', {}, item)))),

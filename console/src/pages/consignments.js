@@ -25,9 +25,12 @@ function row(entry, scope) {
     h('td', {}, port(entry.portOfExit, entry.portOfExitCode)),
     h('td', {}, port(entry.portOfEntry, entry.portOfEntryCode)),
     h('td', {}, formatDate(entry.dateOfEntry)),
-    h('td', {}, MODES[entry.transportModeCode] || entry.transportModeCode || ''),
+    h('td', {}, MODES[entry.transportModeCode] || entry.transportModeCode || '',
+      entry.transportId ? [h('br'), h('span', { class: 'code' }, entry.transportId)] : null),
     h('td', {}, party(entry.firstConsignor)),
     h('td', {}, party(entry.lastConsignee)),
+    h('td', {}, (entry.commodities || []).map((c) => h('div', {}, c.description || c.goodsTypeCode || '',
+      c.goodsTypeCode ? h('span', { class: 'code' }, ` ${c.goodsTypeCode}`) : null))),
     h('td', {}, entry.latestStatus ? [entry.latestStatus.name, h('br'), h('small', {}, formatDate(entry.latestStatus.date))] : ''),
     h('td', {}, formatDate(entry.dateUpdated)));
 }
@@ -47,7 +50,7 @@ export async function consignmentsPage(main, { query: params }) {
     fill(body, warnings, message('info', cursor ? 'No more consignments.' : 'No consignments in this scope yet.'));
   } else {
     fill(body, warnings, h('table', { class: 'list' },
-      h('thead', {}, h('tr', {}, ['Identifier', 'Port of exit', 'Port of entry', 'Date of entry', 'Mode', 'Consignor', 'Consignee', 'Latest status', 'Updated']
+      h('thead', {}, h('tr', {}, ['Identifier', 'Port of exit', 'Port of entry', 'Date of entry', 'Transport', 'Consignor', 'Consignee', 'Goods', 'Latest status', 'Updated']
         .map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows.map((entry) => row(entry, scope)))));
   }

@@ -4,6 +4,7 @@
 mod analysts;
 mod live;
 mod operator;
+mod organization;
 mod pages;
 mod served;
 
