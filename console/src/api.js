@@ -16,7 +16,8 @@ export class ApiError extends Error {
 function errorText(status, body, retryAfter) {
   const reason = body && typeof body === 'object' && body.message ? body.message : '';
   if (status === 429) {
-    return `Too many requests at once${retryAfter ? `; try again in ${retryAfter} s` : ''}${reason ? ` (${reason})` : ''}.`;
+    // The node's own message says the same; the wait is what the reader needs.
+    return `Too many requests at once${retryAfter ? `; try again in ${retryAfter} s` : ''}.`;
   }
   if (status === 503) return `The node could not answer in time${reason ? `: ${reason}` : ''}.`;
   if (status === 404) return reason || 'Not found.';

@@ -5,7 +5,7 @@ use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use serde_json::json;
 
 use super::sign_in;
-use crate::common::{Browser, Session, TestNode};
+use crate::common::{query, Browser, Session, TestNode, EXPENSIVE};
 
 /// The editor's content element, inside its shadow root.
 const CONTENT: &str =
@@ -111,5 +111,58 @@ async fn an_analyst_runs_a_readme_query_charts_a_count_and_reads_a_syntax_error(
     let error = b.wait_text(".results-area .message.error", "refused").await;
     assert!(error.len() > "The query was refused: ".len(), "{error}");
     b.screenshot("syntax-error").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_organisation_and_a_query_over_its_time_limit_are_messages() {
+    let node = TestNode::start_with(|c| {
+        c.sparql_timeout_secs = 8;
+        c.sparql_max_concurrent_per_org = 1;
+    })
+    .await;
+    let analyst = Session::new(&node, "analyst@forwarder.example").await;
+    analyst.publish_example(&node, "create-consignment").await;
+    let b = Browser::start("analyst-limits").await;
+    let a = &analyst.account;
+    sign_in(&b, &node, &a.api_key, &a.email, &a.password).await;
+    b.click_text("header.top nav a", "SPARQL").await;
+    b.find("#sparql-editor").await;
+    replace_query(&b, "ASK { ?s ?p ?o }").await;
+
+    // The organisation's one place is taken by a long query of its own: the page says 429.
+    let ended = std::sync::atomic::AtomicBool::new(false);
+    let long = async {
+        let r = query(&node, &analyst, EXPENSIVE, &[]).await;
+        ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    };
+    let probe = async {
+        while !ended.load(std::sync::atomic::Ordering::SeqCst) {
+            b.click_text("form.sparql button", "Run query").await;
+            b.find(".results-area .source, .results-area .message.error")
+                .await;
+            let shown = b.texts(".results-area").await.join(" ");
+            if shown.contains("Too many requests") {
+                return Some(shown);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        None
+    };
+    let (long, busy) = tokio::join!(long, probe);
+    assert_eq!(long.status(), 503);
+    let busy = busy.expect("the page showed a 429 while the long query ran");
+    assert!(busy.contains("try again in"), "{busy}");
+    b.screenshot("too-many").await;
+
+    // Over the time limit: 503, a message.
+    replace_query(&b, EXPENSIVE).await;
+    b.click_text("form.sparql button", "Run query").await;
+    let timeout = b
+        .wait_text(".results-area .message.error", "could not answer in time")
+        .await;
+    assert!(timeout.contains("time limit"), "{timeout}");
+    b.screenshot("timeout").await;
     b.close().await;
 }

@@ -42,7 +42,8 @@ async fn an_admin_manages_keys_and_users_and_reads_the_audit_log() {
     let row = "tr.key[data-name='ci pipeline']";
     b.click_text(&format!("{row} button"), "Revoke").await;
     b.wait_text(&format!("{row} .confirm"), "refused").await;
-    b.click_text(&format!("{row} button.danger"), "Revoke key").await;
+    b.click_text(&format!("{row} button.danger"), "Revoke key")
+        .await;
     b.wait_text("main .message.ok", "revoked").await;
     let r = node
         .client
