@@ -106,6 +106,15 @@ impl Accounts {
         Some((k.org.clone(), k.id.clone()))
     }
 
+    /// Notes a use of the live key with id `id` (a console session's requests name their key
+    /// by id instead of sending it).
+    pub fn note_use(&self, id: &str) {
+        let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = keys.values().find(|k| k.id == id) {
+            k.used();
+        }
+    }
+
     /// `org`'s live keys, oldest first.
     pub fn keys_of(&self, org: &str) -> Vec<Value> {
         let keys = self.keys.read().unwrap_or_else(|p| p.into_inner());

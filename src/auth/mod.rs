@@ -171,8 +171,27 @@ impl Auth {
                 "a console session changes data only with the x-console-request header".into(),
             ));
         }
-        let operator = claims.key == OPERATOR_KEY_ID;
+        // The operator's key is not revoked by id but replaced: a console session made with
+        // it names the key it was made with, and ends when the node runs with another.
+        let operator = claims.key.starts_with(OPERATOR_KEY_ID);
+        if operator && claims.key != self.operator_key_id() {
+            return Err(Error::Unauthorized(
+                "session ended: the operator key changed".into(),
+            ));
+        }
+        if !operator {
+            self.accounts.note_use(&claims.key);
+        }
         self.standing_caller(claims, operator)
+    }
+
+    /// The id a console session made with the operator's key names: `operator:` and the
+    /// start of the key's hash, so that a session outlives no change of the key.
+    fn operator_key_id(&self) -> String {
+        format!(
+            "{OPERATOR_KEY_ID}:{}",
+            hex::encode(&self.operator_key_hash[..8])
+        )
     }
 
     /// The caller of a verified session that still stands; `operator_key` says the request
@@ -209,6 +228,10 @@ impl Auth {
         console: bool,
     ) -> Result<LoggedIn> {
         let (holder, key_id) = self.holder(key)?;
+        let key_id = match holder {
+            KeyHolder::Operator if console => self.operator_key_id(),
+            _ => key_id,
+        };
         let email = normalise_email(email)?;
         let client = client.to_string();
         // Counted per key holder and email: another organisation's key can never log this

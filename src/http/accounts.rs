@@ -129,8 +129,13 @@ pub async fn password(
     let current = fields.required_str("currentPassword")?;
     let new = fields.required_str("newPassword")?;
     let session = node.auth.change_password(&caller, current, new).await?;
-    let mut response =
-        Json(json!({"token": session.token, "expiry": session.expiry_ms})).into_response();
+    // A console session's token stays out of reach of scripts: the cookie alone carries it.
+    let body = if caller.console {
+        json!({"expiry": session.expiry_ms})
+    } else {
+        json!({"token": session.token, "expiry": session.expiry_ms})
+    };
+    let mut response = Json(body).into_response();
     set_cookie(&node, &mut response, &session.token, "")?;
     Ok(response)
 }

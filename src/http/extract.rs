@@ -7,6 +7,7 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::{AUTHORIZATION, COOKIE};
 use axum::http::request::Parts;
+use axum::http::Method;
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
@@ -47,17 +48,25 @@ fn bearer(parts: &Parts) -> Option<&str> {
         .map(str::trim)
 }
 
-/// The `access_token` cookie, if any.
-fn session_cookie(parts: &Parts) -> Option<&str> {
-    parts
+/// The `access_token` cookie, if any. Several are refused: a page of a sibling host can set
+/// one for a narrower path, which the browser would send first (cookie tossing).
+fn session_cookie(parts: &Parts) -> Result<Option<&str>, Error> {
+    let mut found = parts
         .headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
-        .map(|(_, value)| value.trim())
+        .filter(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim());
+    let first = found.next();
+    if found.next().is_some() {
+        return Err(Error::Unauthorized(format!(
+            "several {SESSION_COOKIE} cookies: sign in again"
+        )));
+    }
+    Ok(first)
 }
 
 /// The header the console sends with every request that changes something (`console/src/api.js`).
@@ -71,14 +80,17 @@ impl FromRequestParts<Arc<Node>> for Caller {
             .headers
             .get(API_KEY_HEADER)
             .and_then(|v| v.to_str().ok());
-        match (key, bearer(parts), session_cookie(parts)) {
+        if let Some(bearer) = bearer(parts) {
+            return node.auth.authenticate(key, Some(bearer));
+        }
+        match (key, session_cookie(parts)?) {
             // Only a cookie: the console's session, which a script cannot read or send elsewhere.
-            (None, None, Some(cookie)) => {
-                let same_origin =
-                    parts.method.is_safe() || parts.headers.contains_key(CONSOLE_HEADER);
+            (None, Some(cookie)) => {
+                let read = matches!(parts.method, Method::GET | Method::HEAD);
+                let same_origin = read || parts.headers.contains_key(CONSOLE_HEADER);
                 node.auth.authenticate_console(cookie, same_origin)
             }
-            (key, bearer, cookie) => node.auth.authenticate(key, bearer.or(cookie)),
+            (key, cookie) => node.auth.authenticate(key, cookie),
         }
     }
 }

@@ -4,7 +4,7 @@
 import { BASE, get, query, enc } from '../api.js';
 import { h, fill, formatDate, message, didLabel, field } from '../dom.js';
 import { navigate } from '../main.js';
-import { text, stops, parties } from '../payload.js';
+import { text, stops, parties, location as placeOf } from '../payload.js';
 import { routePicture } from '../route.js';
 import { checkAttestation } from '../attest.js';
 import { historyTimeline } from './history.js';
@@ -73,7 +73,7 @@ function eventsTable(events) {
     h('tbody', {}, events.map((e) => h('tr', {},
       h('td', {}, text(e.typeCode) || text(e.type)),
       h('td', {}, formatDate(text(e.occurrenceDateTime))),
-      h('td', {}, text((e.occurrenceLogisticsLocation || {}).name)),
+      h('td', {}, placeOf(e).name),
       h('td', {}, didLabel(e.contributor))))));
 }
 
@@ -83,26 +83,34 @@ function documentsTable(documents) {
     h('thead', {}, h('tr', {}, ['Document', 'Revision', 'Added', 'By', 'Download', 'Attestation'].map((c) => h('th', { scope: 'col' }, c)))),
     h('tbody', {}, documents.map((d) => {
       const status = h('td', { class: 'attestation' }, 'checking…');
+      const label = { verified: 'Verified', signed: 'Signature valid', unverified: 'Not verified' };
       checkAttestation(d).then(
-        (r) => fill(status, h('span', { class: r.ok ? 'verified' : 'unverified' }, r.ok ? 'Verified' : 'Not verified'), h('br'), h('small', {}, r.why)),
+        (r) => fill(status, h('span', { class: r.state === 'verified' ? 'verified' : 'unverified' }, label[r.state]), h('br'), h('small', {}, r.why)),
         (e) => fill(status, h('span', { class: 'unverified' }, 'Not verified'), h('br'), h('small', {}, e.message)));
       return h('tr', {},
         h('td', {}, d.id),
         h('td', {}, String(d.documentRevision ?? '')),
         h('td', {}, formatDate(d.dateModified || d.dateCreated)),
         h('td', {}, didLabel(d.organizationIdentity)),
-        h('td', {}, d.href ? h('a', { href: d.href, download: '', rel: 'noopener' }, 'Download') : 'not held by the node'),
+        h('td', {}, /^https?:\/\//.test(d.href || '') ? h('a', { href: d.href, download: '', rel: 'noopener' }, 'Download') : 'not held by the node'),
         status);
     })));
 }
 
-/** The description in force at `at` (or now): the newest Create or Update by then. */
-async function descriptionAt(path, scope, entries, at) {
+/** The description in force at `at` (or now): the newest Create or Update by then, looked
+ * for page by page (events and documents added since may fill many pages). */
+async function descriptionAt(path, scope, history, at) {
   const limit = at ? Date.parse(at) : Infinity;
-  const revision = entries.find((e) => (e.type === 'CREATE' || e.type === 'UPDATE') && Date.parse(e.date) <= limit);
-  if (!revision) return {};
-  const entry = await get(`${path}/history/${enc(revision.revision)}${query({ scope })}`);
-  return entry.description || {};
+  let page = history;
+  for (;;) {
+    const revision = (page.entities || []).find((e) => (e.type === 'CREATE' || e.type === 'UPDATE') && Date.parse(e.date) <= limit);
+    if (revision) {
+      const entry = await get(`${path}/history/${enc(revision.revision)}${query({ scope })}`);
+      return entry.description || {};
+    }
+    if (!page.cursor) return {};
+    page = await get(`${path}/history${query({ scope, limit: 100, cursor: page.cursor })}`);
+  }
 }
 
 export async function consignmentPage(main, { params: [id], query: params }) {
@@ -129,7 +137,7 @@ export async function consignmentPage(main, { params: [id], query: params }) {
     throw error;
   }
   const entries = history.entities || [];
-  const description = await descriptionAt(path, scope, entries, at);
+  const description = await descriptionAt(path, scope, history, at);
   const route = stops(description);
   fill(main,
     h('h1', {}, text(description.identifier) || id),

@@ -18,20 +18,28 @@ const live = {
   unseen: new Set(),
   seenKey: '',
 
+  // Which start is current: a stop, or a start after it, makes an earlier one's late steps
+  // do nothing.
+  generation: 0,
+
   async start(session) {
     this.stop();
+    const generation = this.generation;
     this.session = session;
     this.seenKey = `dataspace-node:seen:${session.identity}`;
     document.body.append(toasts);
+    // The stream first: what commits while the list is read arrives by it (the set takes
+    // what both bring once).
+    this.connect();
     try {
       const page = await get(`${BASE}/notifications${query({ limit: 100 })}`);
+      if (generation !== this.generation) return;
       const seen = Number(localStorage.getItem(this.seenKey) || 0);
       for (const n of page.entities || []) if (Number(n.id) > seen) this.unseen.add(n.id);
       this.show();
     } catch {
       // The count starts empty; the stream still adds to it.
     }
-    this.connect();
   },
 
   connect() {
@@ -56,12 +64,17 @@ const live = {
       // The stream ends with the session: ask whether it still stands (a 401 goes to sign-in).
       setTimeout(() => {
         if (this.source !== source) return;
-        get('/authentication/session').then(() => this.source === source && this.connect(), () => {});
+        // Any answer but a 401 (which goes to sign-in) is worth another try.
+        get('/authentication/session').then(
+          () => this.source === source && this.connect(),
+          (error) => error.status !== 401 && this.source === source && this.connect(),
+        );
       }, 3000);
     });
   },
 
   stop() {
+    this.generation += 1;
     if (this.source) this.source.close();
     this.source = null;
     indicator.textContent = 'offline';
@@ -117,14 +130,16 @@ export async function notificationsPage(main, { query: params }) {
     h('nav', { class: 'pager', 'aria-label': 'Pages' },
       cursor ? link('/notifications', 'Newest') : null,
       page.cursor ? link(`/notifications${query({ cursor: page.cursor })}`, 'Older') : null));
-  live.markSeen((page.entities || []).map((n) => n.id));
+  // Only the newest page says what is seen.
+  if (!cursor) live.markSeen((page.entities || []).map((n) => n.id));
   const onNew = (event) => {
     if (!main.isConnected) {
       document.removeEventListener('dataspace-notification', onNew);
       return;
     }
+    if (cursor) return;
     empty.remove();
-    if (!cursor) tbody.prepend(row(event.detail));
+    tbody.prepend(row(event.detail));
     live.markSeen([event.detail.id]);
   };
   document.addEventListener('dataspace-notification', onNew);

@@ -193,3 +193,28 @@ async fn an_unknown_id_and_wrong_credentials_are_messages_in_the_page() {
     b.wait_text("main h1", "Page not found").await;
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_description_older_than_a_page_of_history_is_still_found() {
+    let node = TestNode::start().await;
+    let clerk = Session::new(&node, "clerk@forwarder.example").await;
+    clerk.publish_example(&node, "create-consignment").await;
+    // More Adds than one history page (100) holds, all after the Create.
+    for i in 0..101 {
+        let at = format!("2026-12-02T{:02}:{:02}:00Z", i / 60, i % 60);
+        clerk
+            .publish(
+                &node,
+                &crate::common::example_event(&clerk, "tlip:checked", &at),
+            )
+            .await;
+    }
+    let b = Browser::start("long-history").await;
+    let a = &clerk.account;
+    sign_in(&b, &node, &a.api_key, &a.email, &a.password).await;
+    b.click_text("table.list td a", IDENTIFIER).await;
+    b.wait_text("ol.stops", "Mombasa").await;
+    b.wait_text("dl.facts", "Roasted coffee beans").await;
+    b.wait_text("main .message", "newest 100 revisions").await;
+    b.close().await;
+}

@@ -242,3 +242,84 @@ async fn console_sign_in_answers_as_login_does() {
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert!(r.headers().get("set-cookie").is_none());
 }
+
+#[tokio::test]
+async fn a_second_session_cookie_is_refused_and_a_console_password_change_keeps_the_token_in_the_cookie(
+) {
+    let node = TestNode::start().await;
+    let clerk = Session::new(&node, "clerk@forwarder.example").await;
+    let cookie = console_cookie(&node, &clerk).await;
+    // Another host's planted cookie sent beside the real one: neither is taken.
+    let r = node
+        .client
+        .get(node.url(LIST))
+        .header("cookie", format!("access_token=planted; {cookie}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.text().await.unwrap().contains("several"));
+
+    let r = node
+        .client
+        .post(node.url("/authentication/password"))
+        .header("cookie", &cookie)
+        .header("x-console-request", "1")
+        .json(&json!({"currentPassword": clerk.account.password, "newPassword": "another long password"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let set = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let body: Value = r.json().await.unwrap();
+    assert!(body.get("token").is_none(), "{body}");
+    let renewed = set.split(';').next().unwrap().to_owned();
+    let r = node
+        .client
+        .get(node.url(LIST))
+        .header("cookie", &renewed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "the new console session works");
+}
+
+#[tokio::test]
+async fn an_operator_console_session_ends_when_the_node_runs_with_another_operator_key() {
+    let node = TestNode::start().await;
+    let _operator = crate::common::Operator::new(&node).await;
+    let r = node
+        .client
+        .post(node.url("/console/session"))
+        .header("x-console-request", "1")
+        .json(
+            &json!({"apiKey": crate::common::OPERATOR_KEY, "email": crate::common::OPERATOR_EMAIL,
+                      "password": crate::common::OPERATOR_PASSWORD}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let cookie = r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let session = |node: &TestNode| {
+        node.client
+            .get(node.url("/authentication/session"))
+            .header("cookie", cookie.clone())
+            .send()
+    };
+    let me: Value = session(&node).await.unwrap().json().await.unwrap();
+    assert_eq!(me["operator"], true);
+
+    let (mut config, addr, dir) = node.halt().await;
+    config.api_key = Some("a-new-operator-key-0123456789".into());
+    let node = TestNode::start_again((config, addr, dir)).await;
+    let r = session(&node).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.text().await.unwrap().contains("operator key changed"));
+}
