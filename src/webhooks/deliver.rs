@@ -53,6 +53,9 @@ struct Queues {
     /// What `ids` holds, for the check on every push (a receiver down for long has
     /// thousands waiting).
     queued: HashSet<String>,
+    /// Deliveries asked for again (a retry, a replay) while an attempt at them was under
+    /// way: queued once more when that attempt settles.
+    again: HashSet<String>,
     busy: HashMap<String, bool>,
     due: BTreeMap<(Instant, u64), String>,
     seq: u64,
@@ -62,8 +65,17 @@ impl Queues {
     fn push(&mut self, now: Instant, sub: &str, id: String) {
         if self.queued.insert(id.clone()) {
             self.ids.entry(sub.to_owned()).or_default().push_back(id);
+        } else if self.in_flight(sub) == Some(&id) {
+            self.again.insert(id);
         }
         self.wake(now, sub);
+    }
+
+    /// The delivery of `sub` an attempt is under way for.
+    fn in_flight(&self, sub: &str) -> Option<&String> {
+        let busy = self.busy.get(sub).copied().unwrap_or(false);
+        busy.then(|| self.ids.get(sub).and_then(VecDeque::front))
+            .flatten()
     }
 
     /// Makes `sub` due at `now` unless it already is or has an attempt under way.
@@ -99,7 +111,11 @@ impl Queues {
         match outcome {
             Outcome::Done => {
                 if let Some(id) = self.ids.get_mut(sub).and_then(VecDeque::pop_front) {
-                    self.queued.remove(&id);
+                    if self.again.remove(&id) {
+                        self.ids.entry(sub.to_owned()).or_default().push_back(id);
+                    } else {
+                        self.queued.remove(&id);
+                    }
                 }
                 self.busy.insert(sub.to_owned(), false);
                 self.wake(now, sub);
@@ -112,6 +128,7 @@ impl Queues {
                 self.busy.remove(sub);
                 for id in self.ids.remove(sub).unwrap_or_default() {
                     self.queued.remove(&id);
+                    self.again.remove(&id);
                 }
             }
         }
@@ -250,10 +267,11 @@ impl Webhooks {
             d
         };
         let answer = send::send(&self.client, &self.allow_http, &s, &d).await;
+        let resets = d.resets;
         if answer.delivered() && s.failures == 0 {
             let status = answer.status.unwrap_or(200);
             let mut done = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
-            done.push((id.to_owned(), status, now()));
+            done.push((id.to_owned(), status, now(), resets));
             return Outcome::Done;
         }
         if !answer.delivered() {
@@ -262,7 +280,7 @@ impl Webhooks {
         }
         let this = self.clone();
         let (sub, id) = (sub.to_owned(), id.to_owned());
-        match tokio::task::spawn_blocking(move || this.record(&sub, &id, answer)).await {
+        match tokio::task::spawn_blocking(move || this.record(&sub, &id, answer, resets)).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(e)) => self.failed_internally(e.to_string()),
             Err(e) => self.failed_internally(e.to_string()),
@@ -353,14 +371,17 @@ impl Webhooks {
             return Ok(());
         }
         self.store.write(|tx| {
-            for (id, status, at) in &done {
+            for (id, status, at, resets) in &done {
                 let stored = queue::stored_in(tx, id)?;
                 let Some((old, mut d)) = stored else { continue };
                 d.attempts += 1;
                 d.last_status = Some(*status);
                 d.last_error = None;
                 d.next_attempt = None;
-                d.delivered_at = Some(at.clone());
+                // Asked for again since the attempt read it: still to be sent.
+                if d.resets == *resets {
+                    d.delivered_at = Some(at.clone());
+                }
                 tx.remove(&old);
                 tx.insert(&d.quads()[0]);
             }
@@ -382,7 +403,7 @@ impl Webhooks {
     /// Records an attempt's answer on the delivery and the subscription, in one write: the
     /// failure count, the last error, and the subscription disabled by a 410 or by too many
     /// failures in a row. Blocking.
-    fn record(&self, sub: &str, id: &str, answer: Answer) -> Result<Outcome> {
+    fn record(&self, sub: &str, id: &str, answer: Answer, resets: u32) -> Result<Outcome> {
         let (outcome, _) = self.store.commit(|tx, events| {
             let Some((old, mut d)) = queue::stored_in(tx, id)? else {
                 return Ok(Outcome::Done);
@@ -396,7 +417,9 @@ impl Webhooks {
             d.last_status = answer.status;
             d.last_error = answer.error.clone();
             let outcome = if answer.delivered() {
-                d.delivered_at = Some(at.clone());
+                if d.resets == resets {
+                    d.delivered_at = Some(at.clone());
+                }
                 d.next_attempt = None;
                 subscription.failures = 0;
                 Outcome::Done

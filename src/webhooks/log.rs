@@ -137,6 +137,7 @@ impl Webhooks {
                 tx.remove(&stored);
                 d.delivered_at = None;
                 d.next_attempt = None;
+                d.resets += 1;
                 tx.insert(&d.quads()[0]);
                 again.push(d);
             }

@@ -78,8 +78,9 @@ pub struct Webhooks {
     wake_tx: tokio::sync::mpsc::UnboundedSender<Wake>,
     wake_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Wake>>>,
     full: std::sync::OnceLock<FullHook>,
-    /// Deliveries that succeeded and are not recorded yet: `(id, status, when)`.
-    delivered: Mutex<Vec<(String, u16, String)>>,
+    /// Deliveries that succeeded and are not recorded yet: `(id, status, when, resets)`,
+    /// `resets` as the attempt read it.
+    delivered: Mutex<Vec<(String, u16, String, u32)>>,
     /// Deliveries waiting, as the delivery task last counted them (`/metrics`).
     pub waiting: std::sync::atomic::AtomicUsize,
     /// Attempts that were not delivered since the start (`/metrics`).

@@ -47,10 +47,18 @@ pub struct Delivery {
     pub next_attempt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<String>,
+    /// How often a retry or replay asked for it again: an attempt that began before the last
+    /// of them does not mark it delivered (the one asked for is still to be sent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resets: u32,
     /// For a subscription with `full`: the object its body is to carry, read as the subscriber
     /// at the revision before the first attempt (then the body holds it and this goes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full: Option<FullRef>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Which object a `full` delivery carries: as `organization` reads it at `at`.
@@ -234,6 +242,7 @@ impl Webhooks {
             last_error: None,
             next_attempt: None,
             delivered_at: None,
+            resets: 0,
             full,
         };
         for q in d.quads() {

@@ -660,3 +660,47 @@ async fn the_delivery_log_keeps_delivered_deliveries_for_the_days_configured() {
     let listed = json_body(call(&node, &trader, Method::GET, &log, None).await).await;
     assert_eq!(listed["entities"], json!([]), "{listed:#}");
 }
+
+/// A replay asked for while an attempt at the same delivery is under way (its receiver has
+/// not answered yet) is sent once that attempt ends, and the attempt's success does not mark
+/// the replayed delivery delivered.
+#[tokio::test]
+async fn a_replay_during_an_attempt_at_the_same_delivery_is_still_sent() {
+    let node = hook_node().await;
+    let trader = Session::new(&node, "race@example.com").await;
+    let receiver = Receiver::start().await;
+    let (id, _) = hook(&node, &trader, &receiver, json!(["consignment.created"])).await;
+    let before = chrono::Utc::now().to_rfc3339();
+    receiver.hold();
+    trader
+        .publish(&node, &as_org(example("create-consignment"), trader.org()))
+        .await;
+    // The attempt has reached the receiver, which does not answer yet.
+    let first = receiver.wait_for(1).await;
+    let replay = format!("{SUBSCRIPTIONS}/{id}/replay");
+    let r = call(
+        &node,
+        &trader,
+        Method::POST,
+        &replay,
+        Some(&json!({"since": before})),
+    )
+    .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(json_body(r).await["replayed"], 1);
+    receiver.release();
+    let got = receiver.wait_for(2).await;
+    assert_eq!(got[1].id(), first[0].id(), "the same delivery, sent again");
+    // And it ends delivered, once.
+    let log_path = format!("{SUBSCRIPTIONS}/{id}/deliveries");
+    let mut delivered = false;
+    for _ in 0..600 {
+        let log = ok_json(call(&node, &trader, Method::GET, &log_path, None).await).await;
+        if log["entities"][0]["deliveredAt"].is_string() {
+            delivered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(delivered);
+}
