@@ -4,6 +4,7 @@
 import { get, post, del, patch, query, enc } from '../api.js';
 import { h, fill, formatDate, message, field, didLabel } from '../dom.js';
 import { navigate } from '../main.js';
+import { confirmCell } from '../confirm.js';
 
 // A message from the change before the page was drawn again.
 let pending = null;
@@ -17,27 +18,15 @@ function keysSection(base, keys) {
   const name = h('input', { type: 'text', name: 'keyName', maxlength: 100, required: true });
   const status = h('div', { 'aria-live': 'polite' });
   const rows = keys.map((k) => {
-    const actions = h('td', {});
-    const ask = h('button', {
-      type: 'button',
-      onclick: () => {
-        const confirm = h('button', {
-          type: 'button', class: 'danger',
-          onclick: async () => {
-            try {
-              await del(`${base}/keys/${enc(k.id)}`);
-              refresh(message('ok', `Key ${k.name} revoked.`));
-            } catch (error) {
-              actions.append(message('error', error.message));
-            }
-          },
-        }, 'Revoke key');
-        fill(actions, h('p', { class: 'confirm' }, 'Every request with this key, and every session signed in with it — this console\'s too if it was — is refused from now on.'),
-          confirm, ' ', h('button', { type: 'button', onclick: () => fill(actions, ask) }, 'Cancel'));
-        confirm.focus();
+    const actions = confirmCell({
+      ask: 'Revoke…',
+      explanation: h('p', { class: 'confirm' }, 'Every request with this key, and every session signed in with it — this console\'s too if it was — is refused from now on.'),
+      confirm: 'Revoke key',
+      act: async () => {
+        await del(`${base}/keys/${enc(k.id)}`);
+        refresh(message('ok', `Key ${k.name} revoked.`));
       },
-    }, 'Revoke…');
-    actions.append(ask);
+    });
     return h('tr', { class: 'key', dataset: { id: k.id, name: k.name } },
       h('td', {}, k.name), h('td', {}, formatDate(k.created)), h('td', {}, k.lastUsed ? formatDate(k.lastUsed) : 'never'), actions);
   });

@@ -5,6 +5,7 @@
 import { BASE, get, post, del, query, enc } from '../api.js';
 import { h, fill, formatDate, message, field, didLabel } from '../dom.js';
 import { navigate, link } from '../main.js';
+import { confirmCell } from '../confirm.js';
 
 const OPERANDS = [
   ['portOfEntryCountry', 'Port of entry country (ISO 3166 alpha-2)'],
@@ -34,28 +35,15 @@ function consequences(policy) {
 }
 
 function policyRow(policy, refresh) {
-  const actions = h('td', {});
-  const ask = h('button', {
-    type: 'button',
-    onclick: () => {
-      const confirm = h('button', {
-        type: 'button', class: 'danger',
-        onclick: async () => {
-          confirm.disabled = true;
-          try {
-            await del(`${BASE}/policies/${enc(policy.uid)}`);
-            refresh(message('ok', `Policy ${policy.uid} deleted; its grants are revoked.`));
-          } catch (error) {
-            actions.append(message('error', error.message));
-            confirm.disabled = false;
-          }
-        },
-      }, 'Delete policy and revoke');
-      fill(actions, consequences(policy), confirm, ' ', h('button', { type: 'button', onclick: () => fill(actions, ask) }, 'Cancel'));
-      confirm.focus();
+  const actions = confirmCell({
+    ask: 'Delete…',
+    explanation: consequences(policy),
+    confirm: 'Delete policy and revoke',
+    act: async () => {
+      await del(`${BASE}/policies/${enc(policy.uid)}`);
+      refresh(message('ok', `Policy ${policy.uid} deleted; its grants are revoked.`));
     },
-  }, 'Delete…');
-  actions.append(ask);
+  });
   return h('tr', { class: 'policy', dataset: { uid: policy.uid } },
     h('td', {}, h('code', {}, policy.uid)),
     h('td', {}, (policy.permission || []).map((p) => h('div', {}, didLabel(p.assignee)))),

@@ -26,15 +26,18 @@ async fn an_admin_manages_keys_and_users_and_reads_the_audit_log() {
         .unwrap();
     b.click_text("form.new-key button", "Create key").await;
     let shown = b.wait_text(".new-key-value", "dsn_org_").await;
-    let r = node
-        .client
-        .get(node.url("/supply-chain/data-space/consignments"))
-        .header("x-api-key", shown.trim())
-        .bearer_auth(&admin.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "the shown key works");
+    let with_shown_key = || {
+        node.client
+            .get(node.url("/supply-chain/data-space/consignments"))
+            .header("x-api-key", shown.trim())
+            .bearer_auth(&admin.token)
+            .send()
+    };
+    assert_eq!(
+        with_shown_key().await.unwrap().status(),
+        200,
+        "the shown key works"
+    );
     b.screenshot("key-created").await;
 
     // Revoked after the page said what that ends.
@@ -45,15 +48,11 @@ async fn an_admin_manages_keys_and_users_and_reads_the_audit_log() {
     b.click_text(&format!("{row} button.danger"), "Revoke key")
         .await;
     b.wait_text("main .message.ok", "revoked").await;
-    let r = node
-        .client
-        .get(node.url("/supply-chain/data-space/consignments"))
-        .header("x-api-key", shown.trim())
-        .bearer_auth(&admin.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 401, "the revoked key is refused");
+    assert_eq!(
+        with_shown_key().await.unwrap().status(),
+        401,
+        "the revoked key is refused"
+    );
 
     // The member made admin, then disabled: its session ends.
     let clerk_row = "tr.user[data-email='clerk@forwarder.example'] button";

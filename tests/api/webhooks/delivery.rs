@@ -352,19 +352,7 @@ async fn the_delivery_log_shows_each_attempt_and_retry_and_replay_send_again_und
         .await;
     let first = receiver.wait_for(3).await;
     let log_path = format!("{SUBSCRIPTIONS}/{id}/deliveries");
-    let mut log = Value::Null;
-    for _ in 0..600 {
-        log = ok_json(call(&node, &trader, Method::GET, &log_path, None).await).await;
-        if log["entities"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|d| d["deliveredAt"].is_string())
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let log = all_delivered(&node, &trader, &log_path).await;
     let entries = log["entities"].as_array().unwrap();
     assert_eq!(entries.len(), 2, "{log}");
     assert_eq!(
@@ -691,16 +679,24 @@ async fn a_replay_during_an_attempt_at_the_same_delivery_is_still_sent() {
     receiver.release();
     let got = receiver.wait_for(2).await;
     assert_eq!(got[1].id(), first[0].id(), "the same delivery, sent again");
-    // And it ends delivered, once.
+    // And it ends delivered.
     let log_path = format!("{SUBSCRIPTIONS}/{id}/deliveries");
-    let mut delivered = false;
+    let log = all_delivered(&node, &trader, &log_path).await;
+    assert_eq!(log["entities"].as_array().unwrap().len(), 1, "{log}");
+    assert!(log["entities"][0]["deliveredAt"].is_string(), "{log}");
+}
+
+/// The delivery log at `log_path` once every delivery in it is delivered (the success
+/// records are written in batches), or as it is after half a minute.
+async fn all_delivered(node: &TestNode, who: &Session, log_path: &str) -> Value {
+    let mut log = Value::Null;
     for _ in 0..600 {
-        let log = ok_json(call(&node, &trader, Method::GET, &log_path, None).await).await;
-        if log["entities"][0]["deliveredAt"].is_string() {
-            delivered = true;
+        log = ok_json(call(node, who, Method::GET, log_path, None).await).await;
+        let entries = log["entities"].as_array().unwrap();
+        if entries.iter().all(|d| d["deliveredAt"].is_string()) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(delivered);
+    log
 }
