@@ -143,31 +143,42 @@ impl Browser {
         }
     }
 
-    /// Waits for an element and returns it.
+    /// Waits for an element and returns it. A look-up that fails meanwhile (the page was
+    /// navigating: "aborted by navigation") is asked again.
     pub async fn find(&self, css: &str) -> fantoccini::elements::Element {
-        self.client
-            .wait()
-            .at_most(PATIENCE)
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
+        let began = Instant::now();
+        loop {
+            match self.client.find(Locator::Css(css)).await {
+                Ok(element) => return element,
+                Err(e) => assert!(
+                    began.elapsed() < PATIENCE,
+                    "no `{css}` within {PATIENCE:?}: {e}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Clicks the first element matching `css` whose text contains `text`.
     pub async fn click_text(&self, css: &str, text: &str) {
-        self.wait_text(css, text).await;
-        for element in self
-            .client
-            .find_all(Locator::Css(css))
-            .await
-            .expect("elements")
-        {
-            if element.text().await.unwrap_or_default().contains(text) {
-                element.click().await.expect("click");
-                return;
+        let began = Instant::now();
+        loop {
+            self.wait_text(css, text).await;
+            let elements = self.client.find_all(Locator::Css(css)).await;
+            for element in elements.unwrap_or_default() {
+                if element.text().await.unwrap_or_default().contains(text)
+                    && element.click().await.is_ok()
+                {
+                    return;
+                }
             }
+            // Redrawn between the look-up and the click: look again.
+            assert!(
+                began.elapsed() < PATIENCE,
+                "`{css}` with {text:?} could not be clicked"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("`{css}` with {text:?} went away before the click");
     }
 
     /// Types into the focused element (keys such as Tab and Enter included).
