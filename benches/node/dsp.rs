@@ -271,18 +271,7 @@ async fn catalog_against_list(
     let request = json!({"@context": [CONTEXT], "@type": "CatalogRequestMessage"});
     let (mut catalog, mut list) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let token = c.token();
-        let t = Instant::now();
-        let r = http
-            .post(format!("{base}/dsp/2025-1/catalog/request"))
-            .header("authorization", token)
-            .json(&request)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        r.bytes().await.unwrap();
-        catalog.push(t.elapsed());
+        catalog.push(timed_catalog(http, base, c.token(), &request).await);
         let t = Instant::now();
         let r = http
             .get(format!(
@@ -300,6 +289,26 @@ async fn catalog_against_list(
     (p50_of(catalog), p50_of(list))
 }
 
+/// One catalog request with `token`, timed to its whole answer.
+async fn timed_catalog(
+    http: &reqwest::Client,
+    base: &str,
+    token: String,
+    request: &Value,
+) -> Duration {
+    let t = Instant::now();
+    let r = http
+        .post(format!("{base}/dsp/2025-1/catalog/request"))
+        .header("authorization", token)
+        .json(request)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.bytes().await.unwrap();
+    t.elapsed()
+}
+
 /// Catalog p50 of a participant nothing is shared with: what the token check and the request
 /// cost without datasets.
 async fn empty_catalog(http: &reqwest::Client, base: &str, c: &Connector, n: usize) -> f64 {
@@ -307,18 +316,7 @@ async fn empty_catalog(http: &reqwest::Client, base: &str, c: &Connector, n: usi
     let other = format!("{}:org:other", c.did.rsplit_once(":org:").unwrap().0);
     let mut lat = Vec::new();
     for _ in 0..n {
-        let token = c.token_as(&other);
-        let t = Instant::now();
-        let r = http
-            .post(format!("{base}/dsp/2025-1/catalog/request"))
-            .header("authorization", token)
-            .json(&request)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        r.bytes().await.unwrap();
-        lat.push(t.elapsed());
+        lat.push(timed_catalog(http, base, c.token_as(&other), &request).await);
     }
     p50_of(lat)
 }

@@ -111,6 +111,13 @@ impl World {
         req.send().await.unwrap()
     }
 
+    /// The status of a JSON-LD pull with `token`.
+    async fn pulled(&self, endpoint: &str, token: &str) -> StatusCode {
+        self.pull(endpoint, Some(token), "application/ld+json")
+            .await
+            .status()
+    }
+
     async fn step(&self, pid: &str, cpid: &str, step: &str, kind: &str) -> reqwest::Response {
         let mut m = self.pids(pid, cpid, kind);
         if kind != "TransferCompletionMessage" && kind != "TransferStartMessage" {
@@ -169,18 +176,8 @@ async fn a_finalized_agreement_starts_a_pull_that_reads_the_consignment_while_st
     let pid2 = w.transfer(&w.transfer_request(cpid2, &agreement)).await;
     let (endpoint2, token2) = w.started(cpid2).await;
     w.transfer_reaches(&pid2, "STARTED").await;
-    assert_eq!(
-        w.pull(&endpoint, Some(&token2), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        w.pull(&endpoint2, Some(&token2), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(w.pulled(&endpoint, &token2).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(w.pulled(&endpoint2, &token2).await, StatusCode::OK);
 
     // Suspended: no pull; resumed: again; completed: never again.
     assert_eq!(
@@ -190,24 +187,14 @@ async fn a_finalized_agreement_starts_a_pull_that_reads_the_consignment_while_st
         StatusCode::OK
     );
     w.transfer_reaches(&pid, "SUSPENDED").await;
-    assert_eq!(
-        w.pull(&endpoint, Some(&token), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(w.pulled(&endpoint, &token).await, StatusCode::UNAUTHORIZED);
     assert_eq!(
         w.step(&pid, cpid, "start", "TransferStartMessage")
             .await
             .status(),
         StatusCode::OK
     );
-    assert_eq!(
-        w.pull(&endpoint, Some(&token), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(w.pulled(&endpoint, &token).await, StatusCode::OK);
     assert_eq!(
         w.step(&pid, cpid, "completion", "TransferCompletionMessage")
             .await
@@ -215,12 +202,7 @@ async fn a_finalized_agreement_starts_a_pull_that_reads_the_consignment_while_st
         StatusCode::OK
     );
     w.transfer_reaches(&pid, "COMPLETED").await;
-    assert_eq!(
-        w.pull(&endpoint, Some(&token), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(w.pulled(&endpoint, &token).await, StatusCode::UNAUTHORIZED);
     let r = w
         .step(&pid, cpid, "completion", "TransferCompletionMessage")
         .await;
@@ -233,9 +215,7 @@ async fn a_finalized_agreement_starts_a_pull_that_reads_the_consignment_while_st
         StatusCode::OK
     );
     assert_eq!(
-        w.pull(&endpoint2, Some(&token2), "application/ld+json")
-            .await
-            .status(),
+        w.pulled(&endpoint2, &token2).await,
         StatusCode::UNAUTHORIZED
     );
 }
@@ -265,12 +245,7 @@ async fn a_revoked_share_stops_the_token_at_once_and_terminates_the_transfer() {
         .await;
     assert_valid("transfer/transfer-termination-message-schema.json", &end);
     w.transfer_reaches(&pid, "TERMINATED").await;
-    assert_eq!(
-        w.pull(&endpoint, Some(&token), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(w.pulled(&endpoint, &token).await, StatusCode::UNAUTHORIZED);
     // A new transfer on the old agreement is refused a start: terminated at once.
     let cpid = "urn:uuid:7a0c0000-0000-4000-8000-0000000000a4";
     let pid = w.transfer(&w.transfer_request(cpid, &agreement)).await;
@@ -367,12 +342,7 @@ async fn the_publisher_suspends_resumes_and_completes_a_transfer_and_the_consume
         .post_to(&w.node, &provider("suspend"), &json!({}))
         .await;
     assert_eq!(r.status(), StatusCode::OK);
-    assert_eq!(
-        w.pull(&endpoint, Some(&token), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(w.pulled(&endpoint, &token).await, StatusCode::UNAUTHORIZED);
     let told = w
         .consumer
         .wait_for(&format!("transfers/{cpid}/suspension"))
@@ -397,18 +367,8 @@ async fn the_publisher_suspends_resumes_and_completes_a_transfer_and_the_consume
         .unwrap()
         .to_owned();
     assert_ne!(renewed, token);
-    assert_eq!(
-        w.pull(&endpoint, Some(&token), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        w.pull(&endpoint, Some(&renewed), "application/ld+json")
-            .await
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(w.pulled(&endpoint, &token).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(w.pulled(&endpoint, &renewed).await, StatusCode::OK);
     // Completed by the provider: told, and over.
     let r = w
         .trader
@@ -416,9 +376,7 @@ async fn the_publisher_suspends_resumes_and_completes_a_transfer_and_the_consume
         .await;
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(
-        w.pull(&endpoint, Some(&renewed), "application/ld+json")
-            .await
-            .status(),
+        w.pulled(&endpoint, &renewed).await,
         StatusCode::UNAUTHORIZED
     );
     let told = w

@@ -383,28 +383,13 @@ async fn the_delivery_log_shows_each_attempt_and_retry_and_replay_send_again_und
     assert_eq!(got[3].id(), first[0].id());
     assert_eq!(got[3].body, first[0].body);
 
-    let replay = format!("{SUBSCRIPTIONS}/{id}/replay");
-    let r = call(
-        &node,
-        &trader,
-        Method::POST,
-        &replay,
-        Some(&json!({"since": before})),
-    )
-    .await;
+    let r = replay(&node, &trader, &id, &json!({"since": before})).await;
     assert_eq!(r.status(), 202);
     assert_eq!(json_body(r).await["replayed"], 2);
     let got = receiver.wait_for(6).await;
     assert_eq!(got[4].id(), entries[1]["id"].as_str().unwrap());
     assert_eq!(got[5].id(), entries[0]["id"].as_str().unwrap());
-    let r = call(
-        &node,
-        &trader,
-        Method::POST,
-        &replay,
-        Some(&json!({"since": "yesterday"})),
-    )
-    .await;
+    let r = replay(&node, &trader, &id, &json!({"since": "yesterday"})).await;
     let e = assert_error(r, reqwest::StatusCode::BAD_REQUEST, "GeneralError").await;
     assert_eq!(e["properties"]["field"], "since");
 
@@ -665,15 +650,7 @@ async fn a_replay_during_an_attempt_at_the_same_delivery_is_still_sent() {
         .await;
     // The attempt has reached the receiver, which does not answer yet.
     let first = receiver.wait_for(1).await;
-    let replay = format!("{SUBSCRIPTIONS}/{id}/replay");
-    let r = call(
-        &node,
-        &trader,
-        Method::POST,
-        &replay,
-        Some(&json!({"since": before})),
-    )
-    .await;
+    let r = replay(&node, &trader, &id, &json!({"since": before})).await;
     assert_eq!(r.status(), 202);
     assert_eq!(json_body(r).await["replayed"], 1);
     receiver.release();
@@ -684,6 +661,12 @@ async fn a_replay_during_an_attempt_at_the_same_delivery_is_still_sent() {
     let log = all_delivered(&node, &trader, &log_path).await;
     assert_eq!(log["entities"].as_array().unwrap().len(), 1, "{log}");
     assert!(log["entities"][0]["deliveredAt"].is_string(), "{log}");
+}
+
+/// `POST /subscriptions/{id}/replay` with `body`, as `who`.
+async fn replay(node: &TestNode, who: &Session, id: &str, body: &Value) -> reqwest::Response {
+    let path = format!("{SUBSCRIPTIONS}/{id}/replay");
+    call(node, who, Method::POST, &path, Some(body)).await
 }
 
 /// The delivery log at `log_path` once every delivery in it is delivered (the success
