@@ -33,6 +33,32 @@ pub struct Gauges {
     pub webhooks_waiting: IntGauge,
     pub webhooks_failures: IntGauge,
     pub store_bytes: IntGauge,
+    pub store_commits: IntCounter,
+    pub store_syncs: IntCounter,
+    pub store_lock_seconds: prometheus::Counter,
+}
+
+impl Gauges {
+    /// Brings the write path's counters up to the store's own (which count from its opening,
+    /// as the registry does).
+    pub fn write_path(&self, commits: u64, syncs: u64, lock_held_nanos: u64) {
+        let to = |c: &IntCounter, v: u64| c.inc_by(v.saturating_sub(c.get()));
+        to(&self.store_commits, commits);
+        to(&self.store_syncs, syncs);
+        let seconds = lock_held_nanos as f64 / 1e9;
+        let behind = seconds - self.store_lock_seconds.get();
+        if behind > 0.0 {
+            self.store_lock_seconds.inc_by(behind);
+        }
+    }
+}
+
+fn int_counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounter> {
+    let c = IntCounter::new(name, help).map_err(Error::internal)?;
+    registry
+        .register(Box::new(c.clone()))
+        .map_err(Error::internal)?;
+    Ok(c)
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec> {
@@ -101,6 +127,27 @@ impl Metrics {
                 "dataspace_store_size_bytes",
                 "Bytes the store's files take on disk",
             )?,
+            store_commits: int_counter(
+                &registry,
+                "dataspace_store_commits_total",
+                "Transactions committed to the store",
+            )?,
+            store_syncs: int_counter(
+                &registry,
+                "dataspace_store_syncs_total",
+                "Syncs of the store's write-ahead log (one covers every commit made before it began)",
+            )?,
+            store_lock_seconds: {
+                let c = prometheus::Counter::new(
+                    "dataspace_store_writer_lock_seconds_total",
+                    "Time the store's writer lock was held for commits",
+                )
+                .map_err(Error::internal)?;
+                registry
+                    .register(Box::new(c.clone()))
+                    .map_err(Error::internal)?;
+                c
+            },
             webhooks_waiting: gauge(
                 &registry,
                 "dataspace_webhook_waiting_deliveries",

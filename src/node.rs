@@ -238,6 +238,8 @@ impl Node {
             .set(self.webhooks.failed_attempts.load(Relaxed) as i64);
         let store = crate::metrics::disk_usage(&self.config.data_dir.join("store"));
         g.store_bytes.set(store as i64);
+        let w = self.store.write_stats();
+        g.write_path(w.commits, w.syncs, w.lock_held_nanos);
         self.metrics.render()
     }
 

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::cli::Args;
 use crate::client::Client;
+use crate::lock;
 use crate::progress;
 use crate::report::Table;
 use crate::stats::{concurrently, sequentially, Run};
@@ -31,8 +32,8 @@ pub async fn fresh(
         client.create(n).await;
     }
     progress(started, "inbox runs");
-    let (mut inbox, written) = creates(client, args).await;
-    inbox.extend(changes(client, args).await);
+    let (mut inbox, written) = creates(client, args, table).await;
+    inbox.extend(changes(client, args, table).await);
     progress(
         started,
         &format!("filling up to {} consignments", args.consignments),
@@ -42,17 +43,23 @@ pub async fn fresh(
     (inbox, written)
 }
 
-/// Creates one at a time, then from the concurrent clients.
-async fn creates(client: &Arc<Client>, args: &Args) -> (InboxRuns, i64) {
+/// Creates one at a time, then from the concurrent clients, with the write path's counters
+/// around each.
+async fn creates(client: &Arc<Client>, args: &Args, table: &mut Table) -> (InboxRuns, i64) {
     let c = args.clients;
     let per_client = args.concurrent / args.clients.max(1);
+    let before = lock::counts(client).await;
     let (create_c1, written) =
         sequentially(args.sequential, |n| client.create(1_000_000 + n)).await;
+    let between = lock::counts(client).await;
     let create_cn = concurrently(args.clients, per_client, |c, n| {
         let client = client.clone();
         async move { client.create(2_000_000 + c * per_client + n).await }
     })
     .await;
+    let after = lock::counts(client).await;
+    lock::report(table, "Create, concurrency 1", &before, &between);
+    lock::report(table, &format!("Create, concurrency {c}"), &between, &after);
     let runs = vec![
         ("Create, concurrency 1".into(), create_c1),
         (format!("Create, concurrency {c}"), create_cn),
@@ -62,7 +69,7 @@ async fn creates(client: &Arc<Client>, args: &Args) -> (InboxRuns, i64) {
 
 /// Updates and event Adds on consignments with known ids (one per client), one at a time
 /// and from the concurrent clients; none with `--changes 0`.
-async fn changes(client: &Arc<Client>, args: &Args) -> InboxRuns {
+async fn changes(client: &Arc<Client>, args: &Args, table: &mut Table) -> InboxRuns {
     let c = args.clients;
     let targets: Vec<(String, String)> = (0..args.clients.max(1))
         .map(|c| {
@@ -84,19 +91,30 @@ async fn changes(client: &Arc<Client>, args: &Args) -> InboxRuns {
     })
     .await;
     let changes_per_client = args.changes / args.clients.max(1);
+    let before = lock::counts(client).await;
     let update_cn = concurrently(args.clients, changes_per_client, |c, n| {
         let client = client.clone();
         let (g, i) = targets[c].clone();
         async move { client.change("Update", &g, &i, n).await }
     })
     .await;
+    let after = lock::counts(client).await;
+    lock::report(table, &format!("Update, concurrency {c}"), &before, &after);
     let (add_c1, _) = sequentially(args.changes, |n| client.add_event(&targets[0].0, n)).await;
+    let before = lock::counts(client).await;
     let add_cn = concurrently(args.clients, changes_per_client, |c, n| {
         let client = client.clone();
         let g = targets[c].0.clone();
         async move { client.add_event(&g, n).await }
     })
     .await;
+    let after = lock::counts(client).await;
+    lock::report(
+        table,
+        &format!("Add event, concurrency {c}"),
+        &before,
+        &after,
+    );
     vec![
         ("Update, concurrency 1".into(), update_c1),
         (format!("Update, concurrency {c}"), update_cn),

@@ -13,6 +13,7 @@ mod console;
 mod dsp;
 mod flood;
 mod intake;
+mod lock;
 mod node;
 mod operations;
 mod reads;

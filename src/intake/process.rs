@@ -80,13 +80,13 @@ impl Intake {
         };
         // Writes are serialised by the writer lock, which keeps no order: organisations take
         // turns at it, so one with many writes waiting does not keep another's behind them.
+        // The turn ends with the lock, before the sync the commit waits for.
         let turn = self.writes.slot_blocking(&caller.organization);
         // Committed: the new consignment joins its organisation's list, routing's shares and
         // notifications their indexes — the models registered with the store apply the events.
-        let ((mut entry, created), events) = self
-            .store
-            .commit(|tx, events| self.write(&pending, tx, events, Failures::Logged))?;
-        drop(turn);
+        let ((mut entry, created), events) = self.store.commit_in_turn(turn, |tx, events, _| {
+            self.write(&pending, tx, events, Failures::Logged)
+        })?;
         timings.store = t.elapsed();
         timings.route = events.routing;
         // As a later GET of the entry (or a replay) answers: with the node's attestation — the

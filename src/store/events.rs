@@ -1,9 +1,9 @@
 //! What a write committed, as typed events, and the read models that follow them.
 //!
 //! A write collects [`Committed`] events while it builds its transaction; once the transaction
-//! committed, [`Store::commit`](super::Store::commit) hands them, in order, to every
-//! registered [`ReadModel`] — still under the writer lock, so each model sees the commits in
-//! commit order and a reader never sees a later commit's effect without the earlier ones. The
+//! committed and a sync made it durable, [`Store::commit`](super::Store::commit) hands them, in
+//! order, to every registered [`ReadModel`] — one commit after the other, in commit order
+//! ([`super::group`]), so a reader never sees a later commit's effect without the earlier ones. The
 //! writers do not know which models exist: the list order, the row cache, the shared lists,
 //! the notification index, the policy index and the federation outbox register themselves at
 //! start-up (`node.rs`).
@@ -114,9 +114,35 @@ impl Committed {
     }
 }
 
+impl Committed {
+    /// Whether a writer, under the writer lock, reads the model this event changes (routing
+    /// reads the policies, the webhook journal the subscriptions): such a commit's events are
+    /// applied before the lock passes on ([`super::group`]), so the next writer works with them.
+    pub fn read_by_writers(&self) -> bool {
+        match self {
+            Committed::PolicyStored { .. }
+            | Committed::PolicyRemoved { .. }
+            | Committed::SubscriptionStored { .. }
+            | Committed::SubscriptionRemoved { .. } => true,
+            Committed::ConsignmentCreated { .. }
+            | Committed::RowChanged { .. }
+            | Committed::Shared { .. }
+            | Committed::Unshared { .. }
+            | Committed::NotificationWritten { .. }
+            | Committed::NoticeQueued { .. }
+            | Committed::CircleChanged { .. }
+            | Committed::ConsignmentChanged(_)
+            | Committed::DeliveryQueued { .. }
+            | Committed::ReplicationLogged { .. }
+            | Committed::Audited { .. }
+            | Committed::DspQueued { .. } => false,
+        }
+    }
+}
+
 /// The events one write collects, plus how long its routing took (reported to the caller,
 /// not applied to any model).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Events {
     list: Vec<Committed>,
     pub routing: Duration,
@@ -160,7 +186,8 @@ pub trait Journal: Send + Sync {
 
 /// An in-memory model of some of the store's facts, kept current by commit events.
 pub trait ReadModel: Send + Sync {
-    /// Applies one committed event (ignoring those the model does not mirror). Called under
-    /// the writer lock, in commit order: keep it to in-memory work.
+    /// Applies one committed event (ignoring those the model does not mirror). Called in
+    /// commit order, one commit at a time, once the commit is synced — for most commits after
+    /// the writer lock passed on ([`Committed::read_by_writers`]): keep it to in-memory work.
     fn apply(&self, event: &Committed);
 }

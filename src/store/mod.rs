@@ -3,7 +3,8 @@
 //! Every write goes through [`Store::write`], which serialises writers: Oxigraph's transactions
 //! read a snapshot and commit a batch without conflict detection, so a read-check-write (is this
 //! email taken? does this consignment exist?) is only safe when no other writer runs meanwhile.
-//! Readers never take the lock; they read consistent snapshots.
+//! The sync that makes a commit durable comes after the lock, shared by the writers that
+//! committed meanwhile ([`group`]). Readers never take the lock; they read consistent snapshots.
 
 pub mod activities;
 pub mod backup;
@@ -12,6 +13,7 @@ pub mod bulk;
 pub mod events;
 pub mod format;
 pub mod graphs;
+mod group;
 pub mod index;
 pub mod info_logs;
 pub mod memory;
@@ -54,6 +56,20 @@ pub struct Store {
     sealed: AtomicBool,
     /// The write-ahead log synced after every commit ([`wal`]); `None`: not synced.
     wal: Option<wal::Wal>,
+    /// Commits waiting for the sync that covers them ([`group`]).
+    group: group::Group,
+    /// Commits made and the time the writer lock was held for them, in nanoseconds
+    /// (`/metrics`).
+    commits: AtomicU64,
+    held_nanos: AtomicU64,
+}
+
+/// What `/metrics` reports of the write path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    pub commits: u64,
+    pub syncs: u64,
+    pub lock_held_nanos: u64,
 }
 
 /// Flush after this many commits (checked every two seconds, so under a steady stream a flush
@@ -113,6 +129,9 @@ impl Store {
             opened_token,
             sealed: AtomicBool::new(sealed),
             wal,
+            group: group::Group::default(),
+            commits: AtomicU64::new(0),
+            held_nanos: AtomicU64::new(0),
         }
     }
 
@@ -145,7 +164,11 @@ impl Store {
         let mut tx = self.db.start_transaction()?;
         tx.insert(&snapshot::token_quad(&token));
         tx.commit()?;
-        self.sync_log();
+        // The models saved with the token must hold every commit before it, including those
+        // whose writers released the lock and wait for their sync.
+        let seq = self.group.committed(Events::default());
+        self.group
+            .durable(seq, || self.sync_log(), |events| self.apply(events));
         self.sealed.store(true, Ordering::SeqCst);
         Ok(token)
     }
@@ -209,9 +232,9 @@ impl Store {
     }
 
     /// [`Store::write`] for a write whose effects in-memory models mirror: `f` collects
-    /// [`Committed`] events, and once the transaction committed every registered
-    /// [`ReadModel`] applies them, in order, while the writer lock is still held — so the
-    /// models change in commit order (see [`events`]). Returns `f`'s result and its events.
+    /// [`Committed`] events, and once the transaction committed and a sync covering it
+    /// finished, every registered [`ReadModel`] applies them, in order — the models change in
+    /// commit order (see [`events`], [`group`]). Returns `f`'s result and its events.
     pub fn commit<T>(
         &self,
         f: impl FnOnce(&mut Transaction<'_>, &mut Events) -> Result<T>,
@@ -225,9 +248,21 @@ impl Store {
         &self,
         f: impl FnOnce(&mut Transaction<'_>, &mut Events, &bulk::DeferredCell) -> Result<T>,
     ) -> Result<(T, Events)> {
+        self.commit_in_turn((), f)
+    }
+
+    /// [`Store::commit_deferred`] for a writer holding a turn at the lock (the inbox's fair
+    /// share between organisations): `turn` is dropped as soon as the writer lock is, so the
+    /// next writer in turn commits while this one waits for its sync.
+    pub fn commit_in_turn<T, G>(
+        &self,
+        turn: G,
+        f: impl FnOnce(&mut Transaction<'_>, &mut Events, &bulk::DeferredCell) -> Result<T>,
+    ) -> Result<(T, Events)> {
         // A poisoned lock only means another writer panicked; its transaction was never
         // committed, so the store is consistent and the lock can be taken over.
-        let _guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let held = Instant::now();
         if self.sealed.load(Ordering::SeqCst) {
             return Err(Error::Unavailable("the node is shutting down".into()));
         }
@@ -248,19 +283,54 @@ impl Store {
             }
         }
         tx.commit()?;
-        // Before the models see it, so before anything is answered or sent because of it.
-        self.sync_log();
         self.unflushed.fetch_add(1, Ordering::Relaxed);
-        if !events.is_empty() {
-            let models = self.models.read().unwrap_or_else(|p| p.into_inner());
-            let models: Vec<Arc<dyn ReadModel>> = models.iter().filter_map(Weak::upgrade).collect();
-            for event in events.iter() {
-                for model in &models {
-                    model.apply(event);
-                }
-            }
+        let seq = self.group.committed(events.clone());
+        let sync = || self.sync_log();
+        let apply = |events: &Events| self.apply(events);
+        // Synced before the models see it, so before anything is answered or sent because of
+        // it. A commit whose models later writers read under the lock is synced and applied
+        // before the lock passes on; any other shares the sync after it.
+        if events.iter().any(Committed::read_by_writers) {
+            self.group.durable(seq, sync, apply);
+            self.held(held);
+            drop(guard);
+            drop(turn);
+        } else {
+            self.held(held);
+            drop(guard);
+            drop(turn);
+            self.group.durable(seq, sync, apply);
         }
         Ok((out, events))
+    }
+
+    fn held(&self, since: Instant) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.held_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// The models apply a commit's events, in order.
+    fn apply(&self, events: &Events) {
+        if events.is_empty() {
+            return;
+        }
+        let models = self.models.read().unwrap_or_else(|p| p.into_inner());
+        let models: Vec<Arc<dyn ReadModel>> = models.iter().filter_map(Weak::upgrade).collect();
+        for event in events.iter() {
+            for model in &models {
+                model.apply(event);
+            }
+        }
+    }
+
+    /// Commits, syncs and the writer lock's hold since the store opened.
+    pub fn write_stats(&self) -> WriteStats {
+        WriteStats {
+            commits: self.commits.load(Ordering::Relaxed),
+            syncs: self.group.syncs(),
+            lock_held_nanos: self.held_nanos.load(Ordering::Relaxed),
+        }
     }
 
     /// Adds a model that follows every later commit's events. At start-up, before serving.
@@ -375,107 +445,4 @@ pub fn replace_value(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Default)]
-    struct Seen(Mutex<Vec<Committed>>);
-
-    impl ReadModel for Seen {
-        fn apply(&self, event: &Committed) {
-            self.0.lock().unwrap().push(event.clone());
-        }
-    }
-
-    #[test]
-    fn models_see_committed_events_in_order_and_nothing_of_a_failed_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let seen = Arc::new(Seen::default());
-        store.register(&seen);
-        let row = |hex: &str| Committed::RowChanged {
-            aig_hex: hex.into(),
-        };
-        let (_, events) = store
-            .commit(|_, events| {
-                events.push(row("a"));
-                events.push(row("b"));
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(events.iter().count(), 2);
-        let failed = store.commit(|_, events| {
-            events.push(row("c"));
-            Err::<(), _>(Error::Conflict("no".into()))
-        });
-        assert!(failed.is_err());
-        store
-            .commit(|_, events| {
-                events.push(row("d"));
-                Ok(())
-            })
-            .unwrap();
-        assert_eq!(*seen.0.lock().unwrap(), vec![row("a"), row("b"), row("d")]);
-        // A model the node dropped is no longer applied to, and keeps nothing alive.
-        drop(seen);
-        store
-            .commit(|_, events| {
-                events.push(row("e"));
-                Ok(())
-            })
-            .unwrap();
-    }
-
-    #[test]
-    fn a_sealed_token_is_spent_by_the_next_writer_and_kept_by_readers() {
-        let dir = tempfile::tempdir().unwrap();
-        {
-            let store = Store::open(dir.path()).unwrap();
-            assert_eq!(store.snapshot_token(), None);
-            let token = store.seal().unwrap();
-            assert!(store.write(|_| Ok(())).is_err(), "sealed");
-            drop(store);
-            let reader = Store::open_read_only(dir.path()).unwrap();
-            assert!(reader.write(|_| Ok(())).is_err(), "read only");
-            drop(reader);
-            let store = Store::open(dir.path()).unwrap();
-            assert_eq!(store.snapshot_token(), Some(token.as_str()));
-        }
-        let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.snapshot_token(), None, "spent by the open before");
-    }
-
-    #[test]
-    fn stamps_increase_strictly_even_within_a_millisecond() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let stamps: Vec<i64> = (0..10_000).map(|_| store.stamp()).collect();
-        assert!(stamps.windows(2).all(|w| w[0] < w[1]));
-        // A stored time ahead of the clock (it stepped back since) is followed, not repeated.
-        let ahead = chrono::Utc::now().timestamp_millis() + 60_000;
-        store.stamped_at_least(ahead);
-        assert_eq!(store.stamp(), ahead + 1);
-    }
-
-    #[test]
-    fn flushes_once_enough_was_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        assert!(!store.flush_if_due().unwrap(), "nothing written");
-        for i in 0..FLUSH_AFTER_WRITES {
-            store
-                .write(|tx| {
-                    let n = oxigraph::model::NamedNode::new_unchecked(format!("urn:x:{i}"));
-                    tx.insert(oxigraph::model::QuadRef::new(&n, &n, &n, &n));
-                    Ok(())
-                })
-                .unwrap();
-            if i + 1 < FLUSH_AFTER_WRITES {
-                assert_eq!(store.unflushed.load(Ordering::Relaxed), i + 1);
-            }
-        }
-        assert!(store.flush_if_due().unwrap());
-        assert!(!store.flush_if_due().unwrap(), "just flushed");
-        assert_eq!(store.db().len().unwrap(), FLUSH_AFTER_WRITES as usize);
-    }
-}
+mod tests;

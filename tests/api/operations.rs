@@ -225,6 +225,16 @@ async fn metrics_count_requests_activities_queries_and_throttled_logins() {
     ] {
         assert!(value(gauge, &[]) > 0.0, "{gauge}: {text}");
     }
+    // The write path: the account, the session and the Create each committed; one sync
+    // covers one commit or several.
+    let commits = value("dataspace_store_commits_total", &[]);
+    let syncs = value("dataspace_store_syncs_total", &[]);
+    assert!(commits >= 3.0, "{text}");
+    assert!(syncs >= 1.0 && syncs <= commits, "{text}");
+    assert!(
+        value("dataspace_store_writer_lock_seconds_total", &[]) > 0.0,
+        "{text}"
+    );
     // Latencies are histograms by route template.
     assert!(
         text.contains(&format!(

@@ -1,0 +1,274 @@
+//! The store's write path: models in commit order, sealing, stamps, flushes, group commit.
+
+use super::*;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Default)]
+struct Seen(Mutex<Vec<Committed>>);
+
+impl ReadModel for Seen {
+    fn apply(&self, event: &Committed) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+#[test]
+fn models_see_committed_events_in_order_and_nothing_of_a_failed_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let seen = Arc::new(Seen::default());
+    store.register(&seen);
+    let row = |hex: &str| Committed::RowChanged {
+        aig_hex: hex.into(),
+    };
+    let (_, events) = store
+        .commit(|_, events| {
+            events.push(row("a"));
+            events.push(row("b"));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(events.iter().count(), 2);
+    let failed = store.commit(|_, events| {
+        events.push(row("c"));
+        Err::<(), _>(Error::Conflict("no".into()))
+    });
+    assert!(failed.is_err());
+    store
+        .commit(|_, events| {
+            events.push(row("d"));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(*seen.0.lock().unwrap(), vec![row("a"), row("b"), row("d")]);
+    // A model the node dropped is no longer applied to, and keeps nothing alive.
+    drop(seen);
+    store
+        .commit(|_, events| {
+            events.push(row("e"));
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_sealed_token_is_spent_by_the_next_writer_and_kept_by_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.snapshot_token(), None);
+        let token = store.seal().unwrap();
+        assert!(store.write(|_| Ok(())).is_err(), "sealed");
+        drop(store);
+        let reader = Store::open_read_only(dir.path()).unwrap();
+        assert!(reader.write(|_| Ok(())).is_err(), "read only");
+        drop(reader);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.snapshot_token(), Some(token.as_str()));
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.snapshot_token(), None, "spent by the open before");
+}
+
+#[test]
+fn stamps_increase_strictly_even_within_a_millisecond() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let stamps: Vec<i64> = (0..10_000).map(|_| store.stamp()).collect();
+    assert!(stamps.windows(2).all(|w| w[0] < w[1]));
+    // A stored time ahead of the clock (it stepped back since) is followed, not repeated.
+    let ahead = chrono::Utc::now().timestamp_millis() + 60_000;
+    store.stamped_at_least(ahead);
+    assert_eq!(store.stamp(), ahead + 1);
+}
+
+#[test]
+fn flushes_once_enough_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    assert!(!store.flush_if_due().unwrap(), "nothing written");
+    for i in 0..FLUSH_AFTER_WRITES {
+        store
+            .write(|tx| {
+                let n = oxigraph::model::NamedNode::new_unchecked(format!("urn:x:{i}"));
+                tx.insert(oxigraph::model::QuadRef::new(&n, &n, &n, &n));
+                Ok(())
+            })
+            .unwrap();
+        if i + 1 < FLUSH_AFTER_WRITES {
+            assert_eq!(store.unflushed.load(Ordering::Relaxed), i + 1);
+        }
+    }
+    assert!(store.flush_if_due().unwrap());
+    assert!(!store.flush_if_due().unwrap(), "just flushed");
+    assert_eq!(store.db().len().unwrap(), FLUSH_AFTER_WRITES as usize);
+}
+
+/// The number a commit took under the writer lock (its place in commit order), carried by
+/// its event.
+fn numbered(n: u64) -> Committed {
+    Committed::RowChanged {
+        aig_hex: n.to_string(),
+    }
+}
+
+fn number(event: &Committed) -> u64 {
+    match event {
+        Committed::RowChanged { aig_hex } => aig_hex.parse().unwrap(),
+        Committed::PolicyRemoved { uid } => uid.parse().unwrap(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Eight writers at once, 50 commits each: the models see every commit once, in commit order,
+/// and each only once the log holding it was synced (the number of syncs run is read as the
+/// model applies it: at least one began after the commit).
+#[test]
+fn concurrent_writers_reach_the_models_in_commit_order_each_after_a_sync_covering_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    #[derive(Default)]
+    struct Synced {
+        store: std::sync::OnceLock<Weak<Store>>,
+        /// Syncs finished when each commit was made, by commit number.
+        at_commit: Mutex<std::collections::HashMap<u64, u64>>,
+        seen: Mutex<Vec<(u64, bool)>>,
+    }
+    impl ReadModel for Synced {
+        fn apply(&self, event: &Committed) {
+            let n = number(event);
+            let store = self.store.get().unwrap().upgrade().unwrap();
+            let before = self.at_commit.lock().unwrap()[&n];
+            let synced = store.group.syncs() > before;
+            self.seen.lock().unwrap().push((n, synced));
+        }
+    }
+    let model = Arc::new(Synced::default());
+    model.store.set(Arc::downgrade(&store)).unwrap();
+    store.register(&model);
+    let next = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let (store, next, model) = (store.clone(), next.clone(), model.clone());
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    store
+                        .commit(|tx, events| {
+                            let n = next.fetch_add(1, Ordering::SeqCst) + 1;
+                            let s = NamedNode::new_unchecked(format!("urn:x:{w}:{i}"));
+                            tx.insert(oxigraph::model::QuadRef::new(&s, &s, &s, &s));
+                            model
+                                .at_commit
+                                .lock()
+                                .unwrap()
+                                .insert(n, store.group.syncs());
+                            events.push(numbered(n));
+                            Ok(())
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let seen = model.seen.lock().unwrap();
+    let order: Vec<u64> = seen.iter().map(|(n, _)| *n).collect();
+    assert_eq!(order, (1..=400).collect::<Vec<_>>());
+    assert!(
+        seen.iter().all(|(_, synced)| *synced),
+        "applied before a sync"
+    );
+    let stats = store.write_stats();
+    assert_eq!(stats.commits, 400);
+    assert!(stats.syncs <= 400);
+    assert_eq!(store.db().len().unwrap(), 400);
+}
+
+/// A commit whose model a later writer reads under the lock (a policy's, routing reads the
+/// policies) is applied before the lock passes on: each writer, under the lock, finds every
+/// such commit before it in the model — also while other writers' commits wait for their
+/// shared sync.
+#[test]
+fn a_commit_later_writers_read_is_in_the_models_before_the_next_writer_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let seen = Arc::new(Seen::default());
+    store.register(&seen);
+    let next = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, next, seen) = (store.clone(), next.clone(), seen.clone());
+            std::thread::spawn(move || {
+                for _ in 0..40 {
+                    store
+                        .commit(|_, events| {
+                            let n = next.fetch_add(1, Ordering::SeqCst) + 1;
+                            let read: Vec<u64> = seen
+                                .0
+                                .lock()
+                                .unwrap()
+                                .iter()
+                                .filter(|e| e.read_by_writers())
+                                .map(number)
+                                .collect();
+                            // Every third commit is one later writers read.
+                            let expected: Vec<u64> = (1..n).filter(|k| k % 3 == 0).collect();
+                            assert_eq!(read, expected, "commit {n} under the lock");
+                            events.push(if n % 3 == 0 {
+                                Committed::PolicyRemoved { uid: n.to_string() }
+                            } else {
+                                numbered(n)
+                            });
+                            Ok(())
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let all: Vec<u64> = seen.0.lock().unwrap().iter().map(number).collect();
+    assert_eq!(all, (1..=320).collect::<Vec<_>>());
+}
+
+/// Sealing makes every commit before it durable and applied, whether or not its writer has
+/// been answered yet: the models saved with the token hold them all.
+#[test]
+fn sealing_applies_every_commit_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    let seen = Arc::new(Seen::default());
+    store.register(&seen);
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let mut made = 0;
+                for i in 0..100u64 {
+                    let done = store.commit(|_, events| {
+                        events.push(numbered(w * 1000 + i));
+                        Ok(())
+                    });
+                    if done.is_err() {
+                        break;
+                    }
+                    made += 1;
+                }
+                made
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    store.seal().unwrap();
+    let applied_at_seal = seen.0.lock().unwrap().len();
+    let made: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(
+        applied_at_seal, made,
+        "every commit before the seal is in the models"
+    );
+    assert_eq!(store.write_stats().commits as usize, made);
+}
