@@ -77,8 +77,13 @@ pub fn take(store: &Store, data_dir: &Path, backup_dir: &Path) -> Result<Manifes
 fn fill(store: &Store, data_dir: &Path, to: &Path, name: &str, created: &str) -> Result<Manifest> {
     fs::create_dir(to).map_err(io(to.display()))?;
     store.db().backup(to.join("store"))?;
+    // What writes in flight had written ahead of their transactions goes, as a node's start
+    // would remove it: the backup holds whole writes only, and its manifest counts them.
+    let checkpoint = oxigraph::store::Store::open(to.join("store"))?;
+    if crate::store::bulk::clean_up(&checkpoint)? > 0 {
+        checkpoint.flush()?;
+    }
     // The blobs the checkpoint names (blobs are never rewritten: a later write adds others).
-    let checkpoint = oxigraph::store::Store::open_read_only(to.join("store"))?;
     let (quads, digest) = content(&checkpoint)?;
     let predicate = crate::vocab::dsn("blobStorageId");
     for quad in checkpoint.quads_for_pattern(None, Some(predicate.as_ref()), None, None) {

@@ -136,6 +136,7 @@ impl Intake {
                         content: &r.content,
                         started_at: &r.started_at,
                         deferred,
+                        ahead: None,
                     };
                     let mut own = Events::default();
                     let (entry, created) = self.write(&pending, tx, &mut own, Failures::Dropped)?;

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use oxigraph::model::GraphName;
 use oxigraph::store::Transaction;
 use serde_json::Value;
 
@@ -17,6 +18,7 @@ use crate::auth::Caller;
 use crate::consignment::ports;
 use crate::documents::Content;
 use crate::error::Result;
+use crate::store::ahead::Ahead;
 use crate::store::bulk::DeferredCell;
 use crate::store::{graphs, Events};
 
@@ -31,6 +33,8 @@ pub(super) struct Pending<'a> {
     pub started_at: &'a str,
     /// A bulk load's deferred writes (`None` in the inbox).
     pub deferred: Option<&'a DeferredCell>,
+    /// A `Create`'s description written ahead of the writer lock (the inbox's).
+    pub ahead: Option<&'a Ahead>,
 }
 
 /// What becomes of a task that fails in the transaction (a conflict, a consignment not found).
@@ -71,12 +75,14 @@ impl Intake {
         timings.fetch = t.elapsed();
 
         let t = Instant::now();
+        let ahead = self.write_ahead(caller, &prepared)?;
         let pending = Pending {
             caller,
             prepared: &prepared,
             content: &content,
             started_at: &started_at,
             deferred: None,
+            ahead: ahead.as_ref(),
         };
         // Writes are serialised by the writer lock, which keeps no order: organisations take
         // turns at it, so one with many writes waiting does not keep another's behind them.
@@ -84,9 +90,25 @@ impl Intake {
         let turn = self.writes.slot_blocking(&caller.organization);
         // Committed: the new consignment joins its organisation's list, routing's shares and
         // notifications their indexes — the models registered with the store apply the events.
-        let ((mut entry, created), events) = self.store.commit_in_turn(turn, |tx, events, _| {
-            self.write(&pending, tx, events, Failures::Logged)
-        })?;
+        let committed = self.store.commit_in_turn(turn, |tx, events, _| {
+            let written = self.write(&pending, tx, events, Failures::Logged)?;
+            // Taken, or gone with a failed task or a replay: the graph is whole or nothing.
+            if let Some(ahead) = &ahead {
+                ahead.settle(tx)?;
+            }
+            Ok(written)
+        });
+        let ((mut entry, created), events) = match committed {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(ahead) = &ahead {
+                    if let Err(d) = self.store.discard(ahead) {
+                        tracing::warn!(error = %d, "a failed write's description stays until the next start's clean-up");
+                    }
+                }
+                return Err(e);
+            }
+        };
         timings.store = t.elapsed();
         timings.route = events.routing;
         // As a later GET of the entry (or a replay) answers: with the node's attestation — the
@@ -189,10 +211,32 @@ impl Intake {
             now,
             deferred: pending.deferred,
             may_defer,
+            ahead: pending.ahead,
             issued: Default::default(),
         };
         let outcome = apply.run(tx, events)?;
         Ok((outcome, apply.issued.into_inner()))
+    }
+
+    /// A `Create`'s description written ahead of the writer lock, in its new contribution
+    /// graph ([`crate::store::ahead`]); `None` for anything else, or an activity whose checks
+    /// failed.
+    fn write_ahead(&self, caller: &Caller, p: &Prepared) -> Result<Option<Ahead>> {
+        if p.activity.kind != Kind::Create || !p.failures.is_empty() {
+            return Ok(None);
+        }
+        let node = graphs::consignment(&p.object_id);
+        let graph = graphs::contribution(&p.object_id, &caller.organization);
+        let triples = super::apply::object_triples(
+            &p.expansion,
+            &p.object_root,
+            &p.activity_root,
+            &node.into(),
+        );
+        let quads = triples
+            .into_iter()
+            .map(|t| t.in_graph(GraphName::NamedNode(graph.clone())));
+        self.store.write_ahead(&graph, quads).map(Some)
     }
 
     /// A document's content, taken before the transaction so that its blob is durable before

@@ -97,6 +97,12 @@ pub(super) fn notes_graph() -> NamedNode {
     NamedNode::new_unchecked("urn:dataspace-node:system:bulk")
 }
 
+/// Whether `graph` is noted as written ahead of a transaction that has not committed (in what
+/// `reader` reads).
+pub fn pending(reader: &oxigraph::store::Transaction<'_>, graph: &NamedNode) -> Result<bool> {
+    Ok(reader.contains(&note(graph))?)
+}
+
 pub(super) fn note(graph: &NamedNode) -> Quad {
     Quad::new(
         NamedOrBlankNode::NamedNode(graph.clone()),
@@ -183,9 +189,10 @@ pub(super) fn remove_leftover_files(store_dir: &std::path::Path) -> Result<usize
     Ok(removed)
 }
 
-/// Empties every graph and removes every subject a bulk write noted and did not commit. At
-/// open, before any reader.
-pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
+/// Empties every graph and removes every subject a write noted ahead of its transaction and
+/// did not commit; the number of notes removed. At open, before any reader, and on a backup's
+/// copy of the store.
+pub fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
     let notes: Vec<Quad> = db
         .quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()))
         .collect::<std::result::Result<_, _>>()?;
@@ -230,10 +237,6 @@ pub(super) fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
         }
     }
     tx.commit()?;
-    tracing::warn!(
-        notes = notes.len(),
-        "removed the graphs and subjects of a bulk write that did not commit (the load was stopped)"
-    );
     Ok(notes.len())
 }
 

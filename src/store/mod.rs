@@ -7,6 +7,7 @@
 //! committed meanwhile ([`group`]). Readers never take the lock; they read consistent snapshots.
 
 pub mod activities;
+pub mod ahead;
 pub mod backup;
 pub mod base_url;
 pub mod bulk;
@@ -98,7 +99,13 @@ impl Store {
         };
         bulk::remove_leftover_files(path)?;
         info_logs::prune(path, info_logs::KEPT)?;
-        bulk::clean_up(&db)?;
+        let notes = bulk::clean_up(&db)?;
+        if notes > 0 {
+            tracing::warn!(
+                notes,
+                "removed the graphs and subjects written ahead of a transaction that did not commit (a load or the node was stopped)"
+            );
+        }
         let opened_token = snapshot::take_token(&db)?;
         // The clean-up's and the token's commits, as durable as any later one.
         let store = Self::over(db, opened_token, false, wal);

@@ -3,6 +3,8 @@
 use super::*;
 use std::sync::atomic::AtomicU64;
 
+use oxigraph::model::{GraphName, Quad};
+
 #[derive(Default)]
 struct Seen(Mutex<Vec<Committed>>);
 
@@ -271,4 +273,71 @@ fn sealing_applies_every_commit_before_it() {
         "every commit before the seal is in the models"
     );
     assert_eq!(store.write_stats().commits as usize, made);
+}
+
+/// What a write put ahead of the lock is gone at the next open when no transaction took it
+/// (the process died in between), taken by the transaction that settles it, and removed by
+/// one that settles it without taking it.
+#[test]
+fn quads_written_ahead_are_the_transactions_or_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = |n: u32| NamedNode::new_unchecked(format!("urn:dataspace-node:contribution:{n}"));
+    let quads = |n: u32| -> Vec<Quad> {
+        (0..5)
+            .map(|i| {
+                let s = NamedNode::new_unchecked(format!("urn:x:{n}:{i}"));
+                Quad::new(s.clone(), s.clone(), s, GraphName::NamedNode(graph(n)))
+            })
+            .collect()
+    };
+    let in_graph = |store: &Store, n: u32| {
+        store
+            .db()
+            .quads_for_pattern(None, None, None, Some(graph(n).as_ref().into()))
+            .count()
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        // Taken: the transaction owns them, the note goes.
+        let ahead = store.write_ahead(&graph(1), quads(1)).unwrap();
+        assert_eq!(in_graph(&store, 1), 5, "readable before the transaction");
+        store
+            .write(|tx| {
+                for q in quads(1) {
+                    assert!(ahead.take(&q));
+                }
+                ahead.settle(tx)
+            })
+            .unwrap();
+        // Settled without being taken (a failed task, a replay): removed with the note.
+        let ahead = store.write_ahead(&graph(2), quads(2)).unwrap();
+        store.write(|tx| ahead.settle(tx)).unwrap();
+        // A write that failed: discarded at once.
+        let ahead = store.write_ahead(&graph(3), quads(3)).unwrap();
+        store.discard(&ahead).unwrap();
+        // No transaction at all: the process stops here.
+        store.write_ahead(&graph(4), quads(4)).unwrap();
+        assert_eq!(in_graph(&store, 4), 5);
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(in_graph(&store, 1), 5);
+    for n in 2..=4 {
+        assert_eq!(in_graph(&store, n), 0, "graph {n}");
+    }
+    let notes = store
+        .db()
+        .quads_for_pattern(None, None, None, Some(bulk::notes_graph().as_ref().into()))
+        .count();
+    assert_eq!(notes, 0);
+    // No empty graph stays listed either.
+    let listed: Vec<String> = store
+        .db()
+        .named_graphs()
+        .map(|g| g.unwrap().to_string())
+        .filter(|g| g.contains(":contribution:"))
+        .collect();
+    assert_eq!(listed, ["<urn:dataspace-node:contribution:1>"]);
+    // Sealed: nothing is written ahead either.
+    store.seal().unwrap();
+    assert!(store.write_ahead(&graph(5), quads(5)).is_err());
 }

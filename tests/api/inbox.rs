@@ -799,3 +799,47 @@ async fn the_value_read_is_the_one_the_description_holds() {
     let error = task_error(&trader.publish(&node, &document).await).to_string();
     assert!(error.contains("object.type"), "{error}");
 }
+
+/// A Create's description is written before the writer lock, in its own new graph
+/// (`store::ahead`), and the transaction takes it or removes it: four identical posts at once
+/// (the organisation's allowance in flight; one applied, the others its replays, some found
+/// only under the lock) and a conflicting
+/// Create (a failed task) leave exactly one consignment's graph, and no pending note.
+#[tokio::test]
+async fn a_create_written_ahead_of_the_lock_is_whole_or_gone() {
+    let node = TestNode::start().await;
+    let trader = Session::new(&node, "trader@forwarder.example").await;
+    let activity = as_org(example("create-consignment"), trader.org());
+    let posts = (0..4).map(|_| trader.post(&node, &activity));
+    let mut statuses: Vec<StatusCode> = futures_util::future::join_all(posts)
+        .await
+        .iter()
+        .map(|r| r.status())
+        .collect();
+    statuses.sort();
+    let mut expected = vec![StatusCode::OK; 3];
+    expected.push(StatusCode::CREATED);
+    assert_eq!(statuses, expected);
+    let mut changed = activity.clone();
+    changed["object"]["summaryDescription"] = json!("changed");
+    let entry = trader.publish(&node, &changed).await;
+    assert_eq!(task_error(&entry)["name"], "ConflictError");
+
+    let dir = node.stop().await;
+    let store = dataspace_node::store::Store::open_read_only(&dir.path().join("store")).unwrap();
+    let graphs: std::collections::BTreeSet<String> = store
+        .db()
+        .quads_for_pattern(None, None, None, None)
+        .map(|q| q.unwrap().graph_name.to_string())
+        .filter(|g| g.starts_with("<urn:dataspace-node:contribution:"))
+        .collect();
+    assert_eq!(graphs.len(), 1, "{graphs:?}");
+    let notes = store
+        .db()
+        .quads_for_pattern(None, None, None, None)
+        .filter(|q| {
+            q.as_ref().unwrap().graph_name.to_string() == "<urn:dataspace-node:system:bulk>"
+        })
+        .count();
+    assert_eq!(notes, 0);
+}

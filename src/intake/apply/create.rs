@@ -40,7 +40,7 @@ impl Apply<'_> {
         // and the log entry's payload (a load defers only an activity without an earlier
         // entry): a bulk load writes them around the transaction.
         let defer = self.deferred.filter(|_| self.may_defer);
-        let mut w = Writer::deferring(tx, defer, record.graph());
+        let mut w = Writer::deferring(tx, defer, record.graph()).taking(self.ahead);
         if let Some(d) = defer {
             w.creates(record.node(), graphs::consignment_index());
             w.creates(

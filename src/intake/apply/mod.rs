@@ -40,9 +40,11 @@ use crate::documents::Content;
 use crate::error::Result;
 use crate::jsonld::Expansion;
 use crate::sharing::Sharing;
+use crate::store::ahead::Ahead;
 use crate::store::bulk::DeferredCell;
 use crate::store::{Events, Queries};
 
+pub(super) use split::object_triples;
 pub(super) use writer::{json_literal, subject_quads};
 
 pub struct Apply<'a> {
@@ -70,6 +72,8 @@ pub struct Apply<'a> {
     pub deferred: Option<&'a DeferredCell>,
     /// Whether this activity's writes may be deferred (not when its failed entry is replaced).
     pub may_defer: bool,
+    /// A `Create`'s description, written ahead of the writer lock (`None` elsewhere).
+    pub ahead: Option<&'a Ahead>,
     /// The trust credential issued for the activity, once written: the inbox answers with it
     /// without reading it back after the commit.
     pub issued: std::cell::RefCell<Option<String>>,

@@ -1,0 +1,108 @@
+//! A new graph's quads written ahead of the writer lock, for the transaction that will own the
+//! graph to take over under the lock.
+//!
+//! A `Create` puts its description — most of its quads — in a contribution graph nobody has
+//! written (its aig id is minted for the request). Those quads depend on nothing the lock
+//! guards, so they are written before it ([`Store::write_ahead`]): one plain batch, outside the
+//! transaction's indexed batch, committed to RocksDB beside other writers' commits. The batch
+//! also notes the graph as pending, as a bulk load's deferred graphs are noted ([`super::bulk`]).
+//! Under the lock, the write's transaction runs as before; each quad it would insert that was
+//! written ahead is taken instead ([`Ahead::take`]), and at the end the transaction removes
+//! the note and whatever was written ahead and not taken ([`Ahead::settle`]) — everything, when
+//! the task failed or the activity turned out to be a replay. So the transaction's commit makes
+//! the graph whole and its own, or gone, atomically with the write's record, log entry and
+//! markers.
+//!
+//! Nothing reads the graph before then but the publisher's own analysts: the views, the
+//! lists, partners, other organisations' SPARQL and the replica find a consignment's graphs
+//! through its record, its list entry or its readable markers, which only the transaction
+//! writes (a replica's full sync skips noted graphs). A SPARQL query of the publishing
+//! organisation reads its own contribution graphs by name (`sparql::Readable`), so one that
+//! runs in that moment may see the description of its own Create in flight — its own data,
+//! a moment early, or, should the task then fail, once. A crash
+//! before the transaction commits leaves the note, and the open's clean-up
+//! ([`super::bulk::clean_up`]) empties the graph; a write that failed otherwise removes it at
+//! once ([`Store::discard`]). The batch needs no sync of its own: it is in the write-ahead log
+//! before the transaction's records, so the sync that makes the transaction durable makes it
+//! durable too.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use oxigraph::model::{GraphName, NamedNode, Quad};
+use oxigraph::store::Transaction;
+
+use super::{bulk, Store};
+use crate::error::{Error, Result};
+
+/// What one write wrote ahead of the lock.
+pub struct Ahead {
+    graph: NamedNode,
+    note: Quad,
+    quads: RefCell<HashSet<Quad>>,
+    taken: Cell<usize>,
+}
+
+impl Ahead {
+    /// Whether `quad` was written ahead and not yet taken: the transaction then counts it as
+    /// its own instead of inserting it.
+    pub fn take(&self, quad: &Quad) -> bool {
+        let taken = self.quads.borrow_mut().remove(quad);
+        if taken {
+            self.taken.set(self.taken.get() + 1);
+        }
+        taken
+    }
+
+    /// In the transaction that owns the graph: removes the note, and the quads written ahead
+    /// that it did not take — with the graph's name when it took none (a failed task, a
+    /// replay), as the open's clean-up does, so that no empty graph stays listed.
+    pub fn settle(&self, tx: &mut Transaction<'_>) -> Result<()> {
+        let mut left = self.quads.borrow_mut();
+        if self.taken.get() == 0 {
+            tx.remove_named_graph(self.graph.as_ref())?;
+        } else {
+            for quad in left.iter() {
+                tx.remove(quad);
+            }
+        }
+        left.clear();
+        tx.remove(&self.note);
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Writes `quads` of `graph` — a graph no earlier write made, and no other write will
+    /// until this one commits — with the graph's pending note, in one batch, without the
+    /// writer lock. Quads of other graphs are left to the transaction.
+    pub fn write_ahead(
+        &self,
+        graph: &NamedNode,
+        quads: impl IntoIterator<Item = Quad>,
+    ) -> Result<Ahead> {
+        if self.sealed.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable("the node is shutting down".into()));
+        }
+        let quads: HashSet<Quad> = quads
+            .into_iter()
+            .filter(|q| matches!(&q.graph_name, GraphName::NamedNode(g) if g == graph))
+            .collect();
+        let note = bulk::note(graph);
+        self.db
+            .extend(std::iter::once(note.clone()).chain(quads.iter().cloned()))?;
+        Ok(Ahead {
+            graph: graph.clone(),
+            note,
+            quads: RefCell::new(quads),
+            taken: Cell::new(0),
+        })
+    }
+
+    /// Removes what a write that did not commit wrote ahead (else the next open's clean-up
+    /// would). Blocking.
+    pub fn discard(&self, ahead: &Ahead) -> Result<()> {
+        self.write(|tx| ahead.settle(tx))
+    }
+}
