@@ -53,28 +53,28 @@ impl Gauges {
     }
 }
 
-fn int_counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounter> {
-    let c = IntCounter::new(name, help).map_err(Error::internal)?;
+/// `collector`, registered.
+fn registered<C: prometheus::core::Collector + Clone + 'static>(
+    registry: &Registry,
+    collector: prometheus::Result<C>,
+) -> Result<C> {
+    let c = collector.map_err(Error::internal)?;
     registry
         .register(Box::new(c.clone()))
         .map_err(Error::internal)?;
     Ok(c)
+}
+
+fn int_counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounter> {
+    registered(registry, IntCounter::new(name, help))
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Result<IntCounterVec> {
-    let c = IntCounterVec::new(Opts::new(name, help), labels).map_err(Error::internal)?;
-    registry
-        .register(Box::new(c.clone()))
-        .map_err(Error::internal)?;
-    Ok(c)
+    registered(registry, IntCounterVec::new(Opts::new(name, help), labels))
 }
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge> {
-    let g = IntGauge::new(name, help).map_err(Error::internal)?;
-    registry
-        .register(Box::new(g.clone()))
-        .map_err(Error::internal)?;
-    Ok(g)
+    registered(registry, IntGauge::new(name, help))
 }
 
 impl Metrics {
@@ -86,25 +86,23 @@ impl Metrics {
                 prometheus::process_collector::ProcessCollector::for_self(),
             ))
             .map_err(Error::internal)?;
-        let http_seconds = HistogramVec::new(
-            HistogramOpts::new(
-                "dataspace_http_request_duration_seconds",
-                "Time from a request's arrival to its answer's headers, by route template",
+        let http_seconds = registered(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "dataspace_http_request_duration_seconds",
+                    "Time from a request's arrival to its answer's headers, by route template",
+                ),
+                &["method", "route"],
             ),
-            &["method", "route"],
-        )
-        .map_err(Error::internal)?;
-        registry
-            .register(Box::new(http_seconds.clone()))
-            .map_err(Error::internal)?;
-        let lag = prometheus::Gauge::new(
-            "dataspace_replica_lag_seconds",
-            "Since the oldest commit the SPARQL replica does not have (0: it has all)",
-        )
-        .map_err(Error::internal)?;
-        registry
-            .register(Box::new(lag.clone()))
-            .map_err(Error::internal)?;
+        )?;
+        let lag = registered(
+            &registry,
+            prometheus::Gauge::new(
+                "dataspace_replica_lag_seconds",
+                "Since the oldest commit the SPARQL replica does not have (0: it has all)",
+            ),
+        )?;
         let gauges = Gauges {
             replica_lag_seconds: lag,
             replica_pending: gauge(
@@ -137,17 +135,13 @@ impl Metrics {
                 "dataspace_store_syncs_total",
                 "Syncs of the store's write-ahead log (one covers every commit made before it began)",
             )?,
-            store_lock_seconds: {
-                let c = prometheus::Counter::new(
+            store_lock_seconds: registered(
+                &registry,
+                prometheus::Counter::new(
                     "dataspace_store_writer_lock_seconds_total",
                     "Time the store's writer lock was held for commits",
-                )
-                .map_err(Error::internal)?;
-                registry
-                    .register(Box::new(c.clone()))
-                    .map_err(Error::internal)?;
-                c
-            },
+                ),
+            )?,
             webhooks_waiting: gauge(
                 &registry,
                 "dataspace_webhook_waiting_deliveries",
@@ -159,14 +153,11 @@ impl Metrics {
                 "Webhook delivery attempts that failed since the start",
             )?,
         };
-        let login = IntCounter::new(
+        let login = int_counter(
+            &registry,
             "dataspace_login_throttled_total",
             "Login attempts answered 429 by the login throttle",
-        )
-        .map_err(Error::internal)?;
-        registry
-            .register(Box::new(login.clone()))
-            .map_err(Error::internal)?;
+        )?;
         Ok(Self {
             http_requests: counter(&registry, "dataspace_http_requests_total", "Answered requests by route template and status", &["method", "route", "status"])?,
             inbox: counter(&registry, "dataspace_inbox_activities_total", "Activities the inbox took, by type and outcome (applied, replayed, failed)", &["type", "outcome"])?,

@@ -122,6 +122,16 @@ fn number(event: &Committed) -> u64 {
     }
 }
 
+/// Runs `write(w, i)` for `per` values of `i` on each of `threads` threads at once.
+fn at_once(threads: u64, per: u64, write: impl Fn(u64, u64) + Sync) {
+    std::thread::scope(|s| {
+        for w in 0..threads {
+            let write = &write;
+            s.spawn(move || (0..per).for_each(|i| write(w, i)));
+        }
+    });
+}
+
 /// Eight writers at once, 50 commits each: the models see every commit once, in commit order,
 /// and each only once the log holding it was synced (the number of syncs run is read as the
 /// model applies it: at least one began after the commit).
@@ -148,33 +158,23 @@ fn concurrent_writers_reach_the_models_in_commit_order_each_after_a_sync_coverin
     let model = Arc::new(Synced::default());
     model.store.set(Arc::downgrade(&store)).unwrap();
     store.register(&model);
-    let next = Arc::new(AtomicU64::new(0));
-    let writers: Vec<_> = (0..8)
-        .map(|w| {
-            let (store, next, model) = (store.clone(), next.clone(), model.clone());
-            std::thread::spawn(move || {
-                for i in 0..50 {
-                    store
-                        .commit(|tx, events| {
-                            let n = next.fetch_add(1, Ordering::SeqCst) + 1;
-                            let s = NamedNode::new_unchecked(format!("urn:x:{w}:{i}"));
-                            tx.insert(oxigraph::model::QuadRef::new(&s, &s, &s, &s));
-                            model
-                                .at_commit
-                                .lock()
-                                .unwrap()
-                                .insert(n, store.group.syncs());
-                            events.push(numbered(n));
-                            Ok(())
-                        })
-                        .unwrap();
-                }
+    let next = AtomicU64::new(0);
+    at_once(8, 50, |w, i| {
+        store
+            .commit(|tx, events| {
+                let n = next.fetch_add(1, Ordering::SeqCst) + 1;
+                let s = NamedNode::new_unchecked(format!("urn:x:{w}:{i}"));
+                tx.insert(oxigraph::model::QuadRef::new(&s, &s, &s, &s));
+                model
+                    .at_commit
+                    .lock()
+                    .unwrap()
+                    .insert(n, store.group.syncs());
+                events.push(numbered(n));
+                Ok(())
             })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
-    }
+            .unwrap();
+    });
     let seen = model.seen.lock().unwrap();
     let order: Vec<u64> = seen.iter().map(|(n, _)| *n).collect();
     assert_eq!(order, (1..=400).collect::<Vec<_>>());
@@ -198,41 +198,31 @@ fn a_commit_later_writers_read_is_in_the_models_before_the_next_writer_runs() {
     let store = Arc::new(Store::open(dir.path()).unwrap());
     let seen = Arc::new(Seen::default());
     store.register(&seen);
-    let next = Arc::new(AtomicU64::new(0));
-    let writers: Vec<_> = (0..8)
-        .map(|_| {
-            let (store, next, seen) = (store.clone(), next.clone(), seen.clone());
-            std::thread::spawn(move || {
-                for _ in 0..40 {
-                    store
-                        .commit(|_, events| {
-                            let n = next.fetch_add(1, Ordering::SeqCst) + 1;
-                            let read: Vec<u64> = seen
-                                .0
-                                .lock()
-                                .unwrap()
-                                .iter()
-                                .filter(|e| e.read_by_writers())
-                                .map(number)
-                                .collect();
-                            // Every third commit is one later writers read.
-                            let expected: Vec<u64> = (1..n).filter(|k| k % 3 == 0).collect();
-                            assert_eq!(read, expected, "commit {n} under the lock");
-                            events.push(if n % 3 == 0 {
-                                Committed::PolicyRemoved { uid: n.to_string() }
-                            } else {
-                                numbered(n)
-                            });
-                            Ok(())
-                        })
-                        .unwrap();
-                }
+    let next = AtomicU64::new(0);
+    at_once(8, 40, |_, _| {
+        store
+            .commit(|_, events| {
+                let n = next.fetch_add(1, Ordering::SeqCst) + 1;
+                let read: Vec<u64> = seen
+                    .0
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|e| e.read_by_writers())
+                    .map(number)
+                    .collect();
+                // Every third commit is one later writers read.
+                let expected: Vec<u64> = (1..n).filter(|k| k.is_multiple_of(3)).collect();
+                assert_eq!(read, expected, "commit {n} under the lock");
+                events.push(if n.is_multiple_of(3) {
+                    Committed::PolicyRemoved { uid: n.to_string() }
+                } else {
+                    numbered(n)
+                });
+                Ok(())
             })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
-    }
+            .unwrap();
+    });
     let all: Vec<u64> = seen.0.lock().unwrap().iter().map(number).collect();
     assert_eq!(all, (1..=320).collect::<Vec<_>>());
 }
