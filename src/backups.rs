@@ -77,13 +77,8 @@ pub fn take(store: &Store, data_dir: &Path, backup_dir: &Path) -> Result<Manifes
 fn fill(store: &Store, data_dir: &Path, to: &Path, name: &str, created: &str) -> Result<Manifest> {
     fs::create_dir(to).map_err(io(to.display()))?;
     store.db().backup(to.join("store"))?;
-    // What writes in flight had written ahead of their transactions goes, as a node's start
-    // would remove it: the backup holds whole writes only, and its manifest counts them.
-    let checkpoint = oxigraph::store::Store::open(to.join("store"))?;
-    if crate::store::bulk::clean_up(&checkpoint)? > 0 {
-        checkpoint.flush()?;
-    }
     // The blobs the checkpoint names (blobs are never rewritten: a later write adds others).
+    let checkpoint = oxigraph::store::Store::open_read_only(to.join("store"))?;
     let (quads, digest) = content(&checkpoint)?;
     let predicate = crate::vocab::dsn("blobStorageId");
     for quad in checkpoint.quads_for_pattern(None, Some(predicate.as_ref()), None, None) {
@@ -236,9 +231,12 @@ pub fn content(db: &oxigraph::store::Store) -> Result<(u64, String)> {
     let mut count = 0u64;
     let mut xor = [0u8; 32];
     let mut line = String::new();
+    // What writes in flight had written ahead of their transactions is not counted: a node
+    // started on the restored store removes it first, as an export does.
+    let noted = crate::store::bulk::Noted::read(db)?;
     for quad in db.iter() {
         let quad = quad?;
-        if crate::store::backup::derived(&quad) {
+        if crate::store::backup::derived(&quad) || noted.covers(&quad) {
             continue;
         }
         line.clear();
@@ -304,5 +302,47 @@ fn sha256(file: &Path) -> std::io::Result<(String, u64)> {
 fn sync_dir(dir: &Path) {
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxigraph::model::{GraphName, NamedNode, Quad};
+
+    fn quad(g: &str, n: u32) -> Quad {
+        let s = NamedNode::new_unchecked(format!("urn:x:{n}"));
+        Quad::new(
+            s.clone(),
+            s.clone(),
+            s,
+            GraphName::NamedNode(NamedNode::new_unchecked(g)),
+        )
+    }
+
+    /// A checkpoint taken while a Create's description was written ahead of its transaction
+    /// holds it, noted: the manifest counts what a node started on it keeps, which is what
+    /// the store held without it.
+    #[test]
+    fn content_leaves_out_what_was_written_ahead_of_a_transaction() {
+        let whole = tempfile::tempdir().unwrap();
+        let in_flight = tempfile::tempdir().unwrap();
+        let committed = [quad("urn:dataspace-node:contribution:a", 1)];
+        for dir in [&whole, &in_flight] {
+            let store = Store::open(dir.path()).unwrap();
+            store.rewrite(&[], &committed).unwrap();
+            if dir.path() == in_flight.path() {
+                let g = NamedNode::new_unchecked("urn:dataspace-node:contribution:b");
+                store
+                    .write_ahead(&g, (2..6).map(|n| quad(g.as_str(), n)))
+                    .unwrap();
+            }
+        }
+        let read = |dir: &tempfile::TempDir| {
+            content(&oxigraph::store::Store::open_read_only(dir.path()).unwrap()).unwrap()
+        };
+        let (count, digest) = read(&whole);
+        assert_eq!(count, 1);
+        assert_eq!(read(&in_flight), (count, digest));
     }
 }

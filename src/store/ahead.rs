@@ -16,7 +16,8 @@
 //! Nothing reads the graph before then but the publisher's own analysts: the views, the
 //! lists, partners, other organisations' SPARQL and the replica find a consignment's graphs
 //! through its record, its list entry or its readable markers, which only the transaction
-//! writes (a replica's full sync skips noted graphs). A SPARQL query of the publishing
+//! writes (a replica's full sync skips noted graphs, an online backup's manifest does not
+//! count them). A SPARQL query of the publishing
 //! organisation reads its own contribution graphs by name (`sparql::Readable`), so one that
 //! runs in that moment may see the description of its own Create in flight — its own data,
 //! a moment early, or, should the task then fail, once. A crash

@@ -189,55 +189,99 @@ pub(super) fn remove_leftover_files(store_dir: &std::path::Path) -> Result<usize
     Ok(removed)
 }
 
+/// What the notes say is not the store's yet: graphs written ahead whole, and subjects
+/// written ahead into graphs that existed.
+#[derive(Default)]
+pub struct Noted {
+    notes: Vec<Quad>,
+    graphs: BTreeSet<NamedNode>,
+    /// (graph, subject)
+    subjects: BTreeSet<(NamedNode, NamedNode)>,
+}
+
+impl Noted {
+    /// The notes `db` holds.
+    pub fn read(db: &oxigraph::store::Store) -> Result<Self> {
+        let notes: Vec<Quad> = db
+            .quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()))
+            .collect::<std::result::Result<_, _>>()?;
+        // A note node's graph and subjects, in either order among the notes.
+        let mut by_note: BTreeMap<&NamedNode, (Option<NamedNode>, Vec<NamedNode>)> =
+            BTreeMap::new();
+        let mut graphs = BTreeSet::new();
+        for n in &notes {
+            let NamedOrBlankNode::NamedNode(s) = &n.subject else {
+                continue;
+            };
+            match (
+                n.predicate.as_str().strip_prefix(crate::vocab::DSN),
+                &n.object,
+            ) {
+                (Some("bulkPendingIn"), Term::NamedNode(g)) => {
+                    by_note.entry(s).or_default().0 = Some(g.clone());
+                }
+                (Some("bulkPendingSubjects"), Term::Literal(l)) => by_note
+                    .entry(s)
+                    .or_default()
+                    .1
+                    .extend(l.value().split_whitespace().map(NamedNode::new_unchecked)),
+                (Some("bulkPending"), _) => {
+                    graphs.insert(s.clone());
+                }
+                _ => {}
+            }
+        }
+        let subjects = by_note
+            .into_values()
+            .filter_map(|(g, subjects)| g.map(|g| (g, subjects)))
+            .flat_map(|(g, subjects)| subjects.into_iter().map(move |s| (g.clone(), s)))
+            .collect();
+        Ok(Self {
+            notes,
+            graphs,
+            subjects,
+        })
+    }
+
+    /// Whether `quad` is one of what the notes name.
+    pub fn covers(&self, quad: &Quad) -> bool {
+        let GraphName::NamedNode(g) = &quad.graph_name else {
+            return false;
+        };
+        if self.graphs.contains(g) {
+            return true;
+        }
+        match &quad.subject {
+            NamedOrBlankNode::NamedNode(s) if !self.subjects.is_empty() => {
+                self.subjects.contains(&(g.clone(), s.clone()))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Empties every graph and removes every subject a write noted ahead of its transaction and
-/// did not commit; the number of notes removed. At open, before any reader, and on a backup's
-/// copy of the store.
+/// did not commit; the number of notes removed. At open, before any reader.
 pub fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
-    let notes: Vec<Quad> = db
-        .quads_for_pattern(None, None, None, Some(notes_graph().as_ref().into()))
-        .collect::<std::result::Result<_, _>>()?;
-    if notes.is_empty() {
+    let noted = Noted::read(db)?;
+    if noted.notes.is_empty() {
         return Ok(0);
     }
     let mut tx = db.start_transaction()?;
-    // A note node's graph and subjects, in either order among the notes.
-    let mut pending: BTreeMap<NamedNode, (Option<NamedNode>, Vec<NamedNode>)> = BTreeMap::new();
-    for n in &notes {
-        let NamedOrBlankNode::NamedNode(s) = &n.subject else {
-            tx.remove(n);
-            continue;
-        };
-        match (
-            n.predicate.as_str().strip_prefix(crate::vocab::DSN),
-            &n.object,
-        ) {
-            (Some("bulkPendingIn"), Term::NamedNode(g)) => {
-                pending.entry(s.clone()).or_default().0 = Some(g.clone());
-            }
-            (Some("bulkPendingSubjects"), Term::Literal(l)) => pending
-                .entry(s.clone())
-                .or_default()
-                .1
-                .extend(l.value().split_whitespace().map(NamedNode::new_unchecked)),
-            // A new graph: all of it goes.
-            (Some("bulkPending"), _) => {
-                remove_all(&mut tx, None, s)?;
-                tx.remove_named_graph(s.as_ref())?;
-            }
-            _ => {}
-        }
-        tx.remove(n);
+    // A new graph: all of it goes.
+    for g in &noted.graphs {
+        remove_all(&mut tx, None, g)?;
+        tx.remove_named_graph(g.as_ref())?;
     }
     // Subjects in a graph that existed: only their quads go.
-    for (graph, subjects) in pending.into_values() {
-        if let Some(g) = graph {
-            for s in &subjects {
-                remove_all(&mut tx, Some(s), &g)?;
-            }
-        }
+    for (g, s) in &noted.subjects {
+        remove_all(&mut tx, Some(s), g)?;
+    }
+    for n in &noted.notes {
+        tx.remove(n);
     }
     tx.commit()?;
-    Ok(notes.len())
+    Ok(noted.notes.len())
 }
 
 /// Removes the quads of `subject` (or all) in `graph`.
