@@ -308,17 +308,8 @@ fn sync_dir(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxigraph::model::{GraphName, NamedNode, Quad};
-
-    fn quad(g: &str, n: u32) -> Quad {
-        let s = NamedNode::new_unchecked(format!("urn:x:{n}"));
-        Quad::new(
-            s.clone(),
-            s.clone(),
-            s,
-            GraphName::NamedNode(NamedNode::new_unchecked(g)),
-        )
-    }
+    use crate::store::bulk::tests::quad;
+    use oxigraph::model::NamedNode;
 
     /// A checkpoint taken while a Create's description was written ahead of its transaction
     /// holds it, noted: the manifest counts what a node started on it keeps, which is what

@@ -305,11 +305,12 @@ fn remove_all(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::Store;
 
-    fn quad(g: &str, n: u32) -> Quad {
+    /// `<urn:x:n> <urn:x:n> <urn:x:n>` in graph `g`.
+    pub(crate) fn quad(g: &str, n: u32) -> Quad {
         let s = NamedNode::new_unchecked(format!("urn:x:{n}"));
         Quad::new(
             s.clone(),
