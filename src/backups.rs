@@ -325,7 +325,7 @@ mod tests {
             if dir.path() == in_flight.path() {
                 let g = NamedNode::new_unchecked("urn:dataspace-node:contribution:b");
                 store
-                    .write_ahead(&g, (2..6).map(|n| quad(g.as_str(), n)))
+                    .write_ahead(&g, (2..6).map(|n| quad(g.as_str(), n)).collect())
                     .unwrap();
             }
         }

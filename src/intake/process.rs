@@ -92,7 +92,7 @@ impl Intake {
         // notifications their indexes — the models registered with the store apply the events.
         let committed = self.store.commit_in_turn(turn, |tx, events, _| {
             let written = self.write(&pending, tx, events, Failures::Logged)?;
-            // Taken, or gone with a failed task or a replay: the graph is whole or nothing.
+            // Adopted, or gone with a failed task or a replay: the graph is whole or nothing.
             if let Some(ahead) = &ahead {
                 ahead.settle(tx)?;
             }
@@ -235,7 +235,8 @@ impl Intake {
         );
         let quads = triples
             .into_iter()
-            .map(|t| t.in_graph(GraphName::NamedNode(graph.clone())));
+            .map(|t| t.in_graph(GraphName::NamedNode(graph.clone())))
+            .collect();
         self.store.write_ahead(&graph, quads).map(Some)
     }
 

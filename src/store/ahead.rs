@@ -6,10 +6,11 @@
 //! guards, so they are written before it ([`Store::write_ahead`]): one plain batch, outside the
 //! transaction's indexed batch, committed to RocksDB beside other writers' commits. The batch
 //! also notes the graph as pending, as a bulk load's deferred graphs are noted ([`super::bulk`]).
-//! Under the lock, the write's transaction runs as before; each quad it would insert that was
-//! written ahead is taken instead ([`Ahead::take`]), and at the end the transaction removes
-//! the note and whatever was written ahead and not taken ([`Ahead::settle`]) — everything, when
-//! the task failed or the activity turned out to be a replay. So the transaction's commit makes
+//! Under the lock, the write's transaction runs as before, its checks included; where it would
+//! insert the description it adopts the graph written ahead instead ([`Ahead::adopt`]: the same
+//! quads, from the same expansion and the same minted root), and at the end it removes the
+//! note — and the whole graph when it did not adopt it, the task having failed or the activity
+//! turned out to be a replay ([`Ahead::settle`]). So the transaction's commit makes
 //! the graph whole and its own, or gone, atomically with the write's record, log entry and
 //! markers.
 //!
@@ -27,11 +28,10 @@
 //! before the transaction's records, so the sync that makes the transaction durable makes it
 //! durable too.
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
-use oxigraph::model::{GraphName, NamedNode, Quad};
+use oxigraph::model::{NamedNode, Quad};
 use oxigraph::store::Transaction;
 
 use super::{bulk, Store};
@@ -41,63 +41,47 @@ use crate::error::{Error, Result};
 pub struct Ahead {
     graph: NamedNode,
     note: Quad,
-    quads: RefCell<HashSet<Quad>>,
-    taken: Cell<usize>,
+    /// The quads written.
+    quads: usize,
+    adopted: Cell<bool>,
 }
 
 impl Ahead {
-    /// Whether `quad` was written ahead and not yet taken: the transaction then counts it as
-    /// its own instead of inserting it.
-    pub fn take(&self, quad: &Quad) -> bool {
-        let taken = self.quads.borrow_mut().remove(quad);
-        if taken {
-            self.taken.set(self.taken.get() + 1);
-        }
-        taken
+    /// The transaction takes the graph as written ahead for its own, in place of inserting
+    /// those quads: how many they were (the task's count).
+    pub fn adopt(&self) -> usize {
+        self.adopted.set(true);
+        self.quads
     }
 
-    /// In the transaction that owns the graph: removes the note, and the quads written ahead
-    /// that it did not take — with the graph's name when it took none (a failed task, a
-    /// replay), as the open's clean-up does, so that no empty graph stays listed.
+    /// In the transaction that owns the graph: removes the note — and, unless it adopted the
+    /// graph (a failed task, a replay), the graph with its name, as the open's clean-up does,
+    /// so that no empty graph stays listed.
     pub fn settle(&self, tx: &mut Transaction<'_>) -> Result<()> {
-        let mut left = self.quads.borrow_mut();
-        if self.taken.get() == 0 {
+        if !self.adopted.get() {
             tx.remove_named_graph(self.graph.as_ref())?;
-        } else {
-            for quad in left.iter() {
-                tx.remove(quad);
-            }
         }
-        left.clear();
         tx.remove(&self.note);
         Ok(())
     }
 }
 
 impl Store {
-    /// Writes `quads` of `graph` — a graph no earlier write made, and no other write will
+    /// Writes `quads`, all of `graph` — a graph no earlier write made, and no other write will
     /// until this one commits — with the graph's pending note, in one batch, without the
-    /// writer lock. Quads of other graphs are left to the transaction.
-    pub fn write_ahead(
-        &self,
-        graph: &NamedNode,
-        quads: impl IntoIterator<Item = Quad>,
-    ) -> Result<Ahead> {
+    /// writer lock.
+    pub fn write_ahead(&self, graph: &NamedNode, quads: Vec<Quad>) -> Result<Ahead> {
         if self.sealed.load(Ordering::SeqCst) {
             return Err(Error::Unavailable("the node is shutting down".into()));
         }
-        let quads: HashSet<Quad> = quads
-            .into_iter()
-            .filter(|q| matches!(&q.graph_name, GraphName::NamedNode(g) if g == graph))
-            .collect();
         let note = bulk::note(graph);
-        self.db
-            .extend(std::iter::once(note.clone()).chain(quads.iter().cloned()))?;
+        let count = quads.len();
+        self.db.extend(std::iter::once(note.clone()).chain(quads))?;
         Ok(Ahead {
             graph: graph.clone(),
             note,
-            quads: RefCell::new(quads),
-            taken: Cell::new(0),
+            quads: count,
+            adopted: Cell::new(false),
         })
     }
 

@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::events::Events;
 
@@ -35,7 +35,7 @@ struct State {
     /// A sync (and the models' application after it) is under way.
     syncing: bool,
     /// Events of commits not yet applied, in commit order.
-    queue: VecDeque<(u64, Events)>,
+    queue: VecDeque<(u64, Arc<Events>)>,
 }
 
 impl Group {
@@ -45,7 +45,8 @@ impl Group {
 
     /// Notes a commit RocksDB accepted, with the events the models are to apply. Called
     /// under the writer lock, so numbers follow commit order. Returns the commit's number.
-    pub fn committed(&self, events: Events) -> u64 {
+    /// The group lets its share of `events` go before [`Group::durable`] returns for it.
+    pub fn committed(&self, events: Arc<Events>) -> u64 {
         let mut state = self.lock();
         state.committed += 1;
         let seq = state.committed;
@@ -77,7 +78,7 @@ impl Group {
             drop(state);
             sync();
             self.syncs.fetch_add(1, Ordering::Relaxed);
-            let covered: Vec<Events> = {
+            let covered: Vec<Arc<Events>> = {
                 let mut state = self.lock();
                 let n = state.queue.iter().take_while(|(s, _)| *s <= target).count();
                 state.queue.drain(..n).map(|(_, events)| events).collect()
@@ -87,6 +88,8 @@ impl Group {
             for events in &covered {
                 apply(events);
             }
+            // Before the writers are woken: each gets its events back whole.
+            drop(covered);
             state = self.lock();
             state.applied = target;
             state.syncing = false;
@@ -123,7 +126,7 @@ mod tests {
                 committed.clone(),
             );
             std::thread::spawn(move || {
-                let seq = g.committed(Events::default());
+                let seq = g.committed(Arc::default());
                 let first_sync = AtomicU64::new(0);
                 let sync = || {
                     // What a sync covers is read before it begins.
@@ -144,7 +147,7 @@ mod tests {
             .map(|_| {
                 let (g, synced, committed) = (group.clone(), synced.clone(), committed.clone());
                 std::thread::spawn(move || {
-                    let seq = g.committed(Events::default());
+                    let seq = g.committed(Arc::default());
                     committed.wait();
                     let sync = || {
                         synced.fetch_max(g.last(), Ordering::SeqCst);
@@ -188,7 +191,7 @@ mod tests {
                                 *n += 1;
                                 let mut events = Events::default();
                                 events.routing = Duration::from_nanos(*n);
-                                g.committed(events)
+                                g.committed(Arc::new(events))
                             };
                             g.durable(seq, std::thread::yield_now, |e| {
                                 applied.lock().unwrap().push(e.routing)

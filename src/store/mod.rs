@@ -173,7 +173,7 @@ impl Store {
         tx.commit()?;
         // The models saved with the token must hold every commit before it, including those
         // whose writers released the lock and wait for their sync.
-        let seq = self.group.committed(Events::default());
+        let seq = self.group.committed(Arc::default());
         self.group
             .durable(seq, || self.sync_log(), |events| self.apply(events));
         self.sealed.store(true, Ordering::SeqCst);
@@ -291,23 +291,25 @@ impl Store {
         }
         tx.commit()?;
         self.unflushed.fetch_add(1, Ordering::Relaxed);
+        let events = Arc::new(events);
         let seq = self.group.committed(events.clone());
         let sync = || self.sync_log();
         let apply = |events: &Events| self.apply(events);
         // Synced before the models see it, so before anything is answered or sent because of
         // it. A commit whose models later writers read under the lock is synced and applied
         // before the lock passes on; any other shares the sync after it.
-        if events.iter().any(Committed::read_by_writers) {
-            self.group.durable(seq, sync, apply);
-            self.held(held);
-            drop(guard);
-            drop(turn);
-        } else {
-            self.held(held);
-            drop(guard);
-            drop(turn);
+        let read_by_writers = events.iter().any(Committed::read_by_writers);
+        if read_by_writers {
             self.group.durable(seq, sync, apply);
         }
+        self.held(held);
+        drop(guard);
+        drop(turn);
+        if !read_by_writers {
+            self.group.durable(seq, sync, apply);
+        }
+        // The group let its share go once the models applied them: no copy is made.
+        let events = Arc::try_unwrap(events).unwrap_or_else(|shared| (*shared).clone());
         Ok((out, events))
     }
 

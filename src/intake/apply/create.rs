@@ -35,12 +35,11 @@ impl Apply<'_> {
             identifier,
         };
         let now = self.now.to_owned();
-        let object = self.split(&record.node().into());
         // The contribution graph is new, and so are the record (its aig id was just minted)
         // and the log entry's payload (a load defers only an activity without an earlier
         // entry): a bulk load writes them around the transaction.
         let defer = self.deferred.filter(|_| self.may_defer);
-        let mut w = Writer::deferring(tx, defer, record.graph()).taking(self.ahead);
+        let mut w = Writer::deferring(tx, defer, record.graph());
         if let Some(d) = defer {
             w.creates(record.node(), graphs::consignment_index());
             w.creates(
@@ -51,7 +50,11 @@ impl Apply<'_> {
             d.borrow_mut()
                 .claim(self.org(), ids.into_iter().chain([record.aig_id()]));
         }
-        w.triples(&object, &record.graph());
+        match self.ahead {
+            // Written ahead of the lock from the same expansion and root (`store::ahead`).
+            Some(ahead) => w.written += i64::try_from(ahead.adopt()).unwrap_or(i64::MAX),
+            None => w.triples(&self.split(&record.node().into()), &record.graph()),
+        }
         self.summary(&mut w, &record, &now, &now);
         self.index(&mut w, &record, &now, &now);
         self.system_event(

@@ -8,7 +8,6 @@ use oxigraph::store::Transaction;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::store::ahead::Ahead;
 use crate::store::bulk::DeferredCell;
 use crate::vocab::{xsd, RDF_JSON};
 
@@ -23,8 +22,6 @@ pub(super) struct Writer<'t, 'tx> {
     new_subjects: Vec<(NamedNode, NamedNode)>,
     /// Quads this write replaces ([`Writer::replacing`]).
     replaced: HashSet<Quad>,
-    /// Quads written ahead of the writer lock ([`crate::store::ahead`]): taken, not inserted.
-    ahead: Option<&'t Ahead>,
 }
 
 impl<'t, 'tx> Writer<'t, 'tx> {
@@ -35,14 +32,7 @@ impl<'t, 'tx> Writer<'t, 'tx> {
             defer: None,
             new_subjects: Vec::new(),
             replaced: HashSet::new(),
-            ahead: None,
         }
-    }
-
-    /// This writer takes the quads `ahead` holds instead of inserting them.
-    pub fn taking(mut self, ahead: Option<&'t Ahead>) -> Self {
-        self.ahead = ahead;
-        self
     }
 
     /// A writer that replaces `old`: what it writes again unchanged stays as stored, the rest
@@ -90,7 +80,7 @@ impl<'t, 'tx> Writer<'t, 'tx> {
     /// writer defers its graph or subject.
     fn put(&mut self, quad: Quad, may_defer: bool) {
         self.written += 1;
-        if self.replaced.remove(&quad) || self.ahead.is_some_and(|a| a.take(&quad)) {
+        if self.replaced.remove(&quad) {
             return;
         }
         match &self.defer {
