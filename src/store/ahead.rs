@@ -6,10 +6,10 @@
 //! guards, so they are written before it ([`Store::write_ahead`]): one plain batch, outside the
 //! transaction's indexed batch, committed to RocksDB beside other writers' commits. The batch
 //! also notes the graph as pending, as a bulk load's deferred graphs are noted ([`super::bulk`]).
-//! Under the lock, the write's transaction runs as before, its checks included; where it would
-//! insert the description it adopts the graph written ahead instead ([`Ahead::adopt`]: the same
-//! quads, from the same expansion and the same minted root), and at the end it removes the
-//! note — and the whole graph when it did not adopt it, the task having failed or the activity
+//! Under the lock, the write's transaction makes all of a Create's checks and writes, but
+//! where it would insert the description it adopts the graph written ahead ([`Ahead::adopt`]:
+//! the same quads, from the same expansion and the same minted root), and at the end it
+//! removes the note — and the whole graph when it did not adopt it, the task having failed or the activity
 //! turned out to be a replay ([`Ahead::settle`]). So the transaction's commit makes
 //! the graph whole and its own, or gone, atomically with the write's record, log entry and
 //! markers.
