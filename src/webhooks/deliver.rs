@@ -12,6 +12,7 @@ use rand::Rng;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::batch;
 use super::queue::{self, Delivery};
 use super::send::{self, Answer};
 use super::{put, stored, Webhooks};
@@ -208,19 +209,19 @@ impl Webhooks {
         }
     }
 
-    /// Every undelivered delivery of a subscription that still exists, in commit order.
-    /// Blocking.
+    /// Every undelivered delivery of a subscription that still exists, in commit order:
+    /// those with records of their own, and those still waiting in their batches. Blocking.
     fn pending(&self) -> Result<Vec<Delivery>> {
-        let mut out: Vec<Delivery> = self
-            .stored()?
-            .into_iter()
-            .filter(|d| d.delivered_at.is_none() && self.subscription(&d.subscription).is_some())
-            .collect();
+        let mut out: Vec<Delivery> = self.stored()?;
+        for b in batch::all(self.store.db())? {
+            out.extend(b.deliveries());
+        }
+        out.retain(|d| d.delivered_at.is_none() && self.subscription(&d.subscription).is_some());
         out.sort_by_key(|d| d.seq);
         Ok(out)
     }
 
-    /// Every delivery the store holds, of every subscription. Blocking.
+    /// Every delivery with a record of its own, of every subscription. Blocking.
     fn stored(&self) -> Result<Vec<Delivery>> {
         let p = crate::vocab::dsn("delivery");
         let mut out = Vec::new();
@@ -301,10 +302,8 @@ impl Webhooks {
             d.body = body.to_string();
         }
         self.store.write(|tx| {
-            let stored = queue::stored_in(tx, &d.id)?;
-            if let Some((old, _)) = stored {
-                tx.remove(&old);
-                tx.insert(&d.quads()[0]);
+            if batch::found_in(tx, &d.id)?.is_some() {
+                batch::put_all(tx, std::slice::from_ref(&d))?;
             }
             Ok(())
         })?;
@@ -371,9 +370,18 @@ impl Webhooks {
             return Ok(());
         }
         self.store.write(|tx| {
+            // One delivery may have succeeded twice (sent again meanwhile): each applies to
+            // what the one before left.
+            let mut changed: HashMap<&str, Delivery> = HashMap::new();
             for (id, status, at, resets) in &done {
-                let stored = queue::stored_in(tx, id)?;
-                let Some((old, mut d)) = stored else { continue };
+                let d = match changed.remove(id.as_str()) {
+                    Some(d) => d,
+                    None => match batch::found_in(tx, id)? {
+                        Some(d) => d,
+                        None => continue,
+                    },
+                };
+                let mut d = d;
                 d.attempts += 1;
                 d.last_status = Some(*status);
                 d.last_error = None;
@@ -382,10 +390,10 @@ impl Webhooks {
                 if d.resets == *resets {
                     d.delivered_at = Some(at.clone());
                 }
-                tx.remove(&old);
-                tx.insert(&d.quads()[0]);
+                changed.insert(id, d);
             }
-            Ok(())
+            let changed: Vec<Delivery> = changed.into_values().collect();
+            batch::put_all(tx, &changed)
         })
     }
 
@@ -396,8 +404,7 @@ impl Webhooks {
 
     /// The stored delivery `id`. Blocking.
     pub fn delivery(&self, id: &str) -> Result<Option<Delivery>> {
-        let found = queue::stored_now(self.store.db(), id)?;
-        Ok(found.map(|(_, d)| d))
+        batch::found_now(self.store.db(), id)
     }
 
     /// Records an attempt's answer on the delivery and the subscription, in one write: the
@@ -405,7 +412,7 @@ impl Webhooks {
     /// failures in a row. Blocking.
     fn record(&self, sub: &str, id: &str, answer: Answer, resets: u32) -> Result<Outcome> {
         let (outcome, _) = self.store.commit(|tx, events| {
-            let Some((old, mut d)) = queue::stored_in(tx, id)? else {
+            let Some(mut d) = batch::found_in(tx, id)? else {
                 return Ok(Outcome::Done);
             };
             let Some((old_sub, mut subscription)) = stored(tx, sub)? else {
@@ -439,8 +446,7 @@ impl Webhooks {
                     Outcome::Retry(wait)
                 }
             };
-            tx.remove(&old);
-            tx.insert(&d.quads()[0]);
+            batch::put_all(tx, std::slice::from_ref(&d))?;
             if subscription.failures != failures || !subscription.enabled() {
                 put(tx, Some(&old_sub), &subscription, events);
             }

@@ -2,9 +2,10 @@
 //! queued since an instant (a replay). Sent again under the same `webhook-id` and with the same
 //! body, so a receiver that has them already recognises them.
 
-use oxigraph::model::{NamedOrBlankNode, Quad};
+use oxigraph::model::NamedOrBlankNode;
 use serde_json::{json, Value};
 
+use super::batch;
 use super::queue::{self, Delivery};
 use super::{subject, Wake, Webhooks};
 use crate::consignment::cursor::Position;
@@ -13,8 +14,9 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::vocab::dsn;
 
-/// Every delivery of subscription `id` as stored, with its quad, oldest first. Blocking.
-fn deliveries_of(store: &Store, id: &str) -> Result<Vec<(Quad, Delivery)>> {
+/// Every delivery of subscription `id`, with a record of its own or waiting in its batch,
+/// oldest first. Blocking.
+fn deliveries_of(store: &Store, id: &str) -> Result<Vec<Delivery>> {
     let (of, g) = (dsn("deliveryOf"), queue::graph());
     let mut out = Vec::new();
     for q in store.db().quads_for_pattern(
@@ -24,9 +26,12 @@ fn deliveries_of(store: &Store, id: &str) -> Result<Vec<(Quad, Delivery)>> {
         Some(g.as_ref().into()),
     ) {
         let node: NamedOrBlankNode = q?.subject;
-        out.extend(queue::stored_at(store.db(), node.as_ref())?);
+        out.extend(queue::stored_at(store.db(), node.as_ref())?.map(|(_, d)| d));
     }
-    out.sort_by_key(|(_, d)| d.seq);
+    for b in batch::all(store.db())? {
+        out.extend(b.deliveries().filter(|d| d.subscription == id));
+    }
+    out.sort_by_key(|d| d.seq);
     Ok(out)
 }
 
@@ -52,7 +57,6 @@ impl Webhooks {
         };
         let mut all: Vec<Delivery> = deliveries_of(&self.store, id)?
             .into_iter()
-            .map(|(_, d)| d)
             .filter(|d| before.is_none_or(|b| d.seq < b))
             .collect();
         all.reverse();
@@ -116,31 +120,26 @@ impl Webhooks {
         // Successes not yet recorded first: a batch written after this reset would mark what
         // is to be sent again as delivered.
         self.flush_delivered()?;
-        let picked: Vec<(Quad, Delivery)> = deliveries_of(&self.store, id)?
+        let picked: Vec<Delivery> = deliveries_of(&self.store, id)?
             .into_iter()
-            .filter(|(_, d)| which(d))
+            .filter(|d| which(d))
             .collect();
         if picked.is_empty() {
             return Ok(Vec::new());
         }
         let again = self.store.write(|tx| {
             let mut again = Vec::new();
-            for (old, mut d) in picked {
-                // Changed since it was read (an attempt recorded meanwhile): the stored one.
-                let current = queue::stored_in(tx, &d.id)?;
-                let Some((stored, current)) = current else {
+            for d in picked {
+                // As stored now: an attempt may have been recorded since it was read.
+                let Some(mut d) = batch::found_in(tx, &d.id)? else {
                     continue;
                 };
-                if stored.object != old.object {
-                    d = current;
-                }
-                tx.remove(&stored);
                 d.delivered_at = None;
                 d.next_attempt = None;
                 d.resets += 1;
-                tx.insert(&d.quads()[0]);
                 again.push(d);
             }
+            batch::put_all(tx, &again)?;
             Ok(again)
         })?;
         for d in &again {

@@ -7,6 +7,7 @@
 //! path answers them and nothing logs them), and mirrored in memory through commit events, so
 //! reads and the writes that queue deliveries see them in commit order.
 
+pub mod batch;
 pub mod deliver;
 pub mod log;
 pub mod queue;
@@ -336,6 +337,12 @@ impl Webhooks {
             }
             for q in &gone {
                 tx.remove(q);
+            }
+            for (old, mut b) in batch::all_in(tx)? {
+                if b.to.iter().any(|p| p.subscription == id) {
+                    b.to.retain(|p| p.subscription != id);
+                    batch::rewrite(tx, &old, &b);
+                }
             }
             events.push(Committed::SubscriptionRemoved { id: id.to_owned() });
             Ok(())

@@ -9,6 +9,7 @@ use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::batch::{Batch, Pending};
 use super::{subject, Subscription, Webhooks};
 use crate::consignment::now;
 use crate::error::Result;
@@ -209,15 +210,15 @@ impl Readers {
 }
 
 impl Webhooks {
-    fn queue(
+    /// What subscription `s` is to receive of a change: its place in the batch, and for a
+    /// `full` subscription which object the body is to carry.
+    fn to_receive(
         &self,
-        tx: &mut Transaction<'_>,
         s: &Subscription,
         kind: &str,
-        data: Value,
         cause: Option<&Change>,
-        queued: &mut Vec<Committed>,
-    ) {
+        n: usize,
+    ) -> Pending {
         let full = cause
             .filter(|_| s.full && kind != "consignment.unshared")
             .map(|c| FullRef {
@@ -227,31 +228,27 @@ impl Webhooks {
                 at: c.at.clone(),
                 object_id: c.object_id.clone(),
             });
-        let seq = self.next_seq();
+        Pending {
+            subscription: s.id.clone(),
+            n,
+            full,
+        }
+    }
+
+    /// Queues one event for the subscriptions told of it, as one batch.
+    fn queue(&self, tx: &mut Transaction<'_>, kind: &str, data: Value, to: Vec<Pending>) -> Batch {
         let created = now();
         let body = json!({"type": kind, "timestamp": created, "data": data}).to_string();
-        let d = Delivery {
-            id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
-            subscription: s.id.clone(),
+        let b = Batch {
+            id: uuid::Uuid::new_v4().simple().to_string(),
             kind: kind.to_owned(),
             created,
-            seq,
+            seq: self.next_seq(),
             body,
-            attempts: 0,
-            last_status: None,
-            last_error: None,
-            next_attempt: None,
-            delivered_at: None,
-            resets: 0,
-            full,
+            to,
         };
-        for q in d.quads() {
-            tx.insert(&q);
-        }
-        queued.push(Committed::DeliveryQueued {
-            subscription: s.id.clone(),
-            id: d.id,
-        });
+        tx.insert(&b.quad());
+        b
     }
 }
 
@@ -303,23 +300,34 @@ impl Journal for Webhooks {
                 continue;
             };
             let cause = cause.as_ref().filter(|c| c.aig_hex == aig_hex);
+            // A withdrawn grant is told to the organisation that lost it, which no longer
+            // reads the consignment: only its ids, which it had.
+            let unshared = kind == "consignment.unshared";
+            let mut to = Vec::new();
             for s in told {
-                // A withdrawn grant is told to the organisation that lost it, which no longer
-                // reads the consignment: only its ids, which it had.
-                let unshared = kind == "consignment.unshared";
                 let told = if unshared {
                     s.filter.scope.as_deref() != Some("own") && readers.ports_match(s)
                 } else {
                     readers.tell(s)
                 };
                 if told {
-                    let data = if unshared {
-                        json!({"consignment": readers.consignment})
-                    } else {
-                        data(&readers, cause)
-                    };
-                    self.queue(tx, s, kind, data, cause, &mut queued);
+                    to.push(self.to_receive(s, kind, cause, to.len()));
                 }
+            }
+            if to.is_empty() {
+                continue;
+            }
+            let data = if unshared {
+                json!({"consignment": readers.consignment})
+            } else {
+                data(&readers, cause)
+            };
+            let b = self.queue(tx, kind, data, to);
+            for p in &b.to {
+                queued.push(Committed::DeliveryQueued {
+                    subscription: p.subscription.clone(),
+                    id: b.delivery_id(p.n),
+                });
             }
         }
         for event in queued {
