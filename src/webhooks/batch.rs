@@ -9,7 +9,8 @@
 //! batches, and leaves the batch in the same write: a delivery is in exactly one of the two
 //! places, and a batch with nobody left in it goes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use oxigraph::model::{Literal, NamedNode, Quad, Term};
 use oxigraph::store::{StorageError, Transaction};
@@ -156,33 +157,123 @@ pub fn found_in(tx: &Transaction<'_>, id: &str) -> Result<Option<Delivery>> {
     Ok(batch_in(tx, batch)?.and_then(|(_, b)| waiting_in(&b, id)))
 }
 
-/// Delivery `id` as the store's latest commit has it: its own record, or waiting in its
-/// batch.
-pub fn found_now(db: &oxigraph::store::Store, id: &str) -> Result<Option<Delivery>> {
-    if let Some((_, d)) = queue::stored_now(db, id)? {
-        return Ok(Some(d));
+/// Batches the delivery task read lately, parsed: a hundred subscriptions' first attempts
+/// read the same batch a hundred times. A delivery written since has a record, looked up
+/// first; one removed without a record belongs to a deleted subscription, which the task
+/// checks before each attempt.
+#[derive(Default)]
+pub struct Recent(Mutex<VecDeque<Arc<Batch>>>);
+
+/// How many parsed batches [`Recent`] keeps.
+const RECENT: usize = 64;
+
+impl Recent {
+    /// Delivery `id` as the store's latest commit has it: its own record, or waiting in its
+    /// batch.
+    pub fn found_now(&self, db: &oxigraph::store::Store, id: &str) -> Result<Option<Delivery>> {
+        if let Some((_, d)) = queue::stored_now(db, id)? {
+            return Ok(Some(d));
+        }
+        let Some(batch) = batch_of(id) else {
+            return Ok(None);
+        };
+        let kept = {
+            let recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            recent.iter().find(|b| b.id == batch).cloned()
+        };
+        let b = match kept {
+            Some(b) => b,
+            None => {
+                let (n, p, g) = (node(batch), dsn("deliveryBatch"), queue::graph());
+                let found = parse(db.quads_for_pattern(
+                    Some(n.as_ref().into()),
+                    Some(p.as_ref()),
+                    None,
+                    Some(g.as_ref().into()),
+                ))?;
+                let Some((_, b)) = found.into_iter().next() else {
+                    return Ok(None);
+                };
+                let b = Arc::new(b);
+                let mut recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+                if recent.len() >= RECENT {
+                    recent.pop_front();
+                }
+                recent.push_back(b.clone());
+                b
+            }
+        };
+        Ok(waiting_in(&b, id))
     }
-    let Some(batch) = batch_of(id) else {
-        return Ok(None);
-    };
-    let (n, p, g) = (node(batch), dsn("deliveryBatch"), queue::graph());
-    let found = parse(db.quads_for_pattern(
-        Some(n.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(g.as_ref().into()),
-    ))?;
-    Ok(found
-        .into_iter()
-        .next()
-        .and_then(|(_, b)| waiting_in(&b, id)))
 }
 
-/// Writes deliveries read in `tx` (by [`found_in`]) as they are now: each replaces its own
-/// record, or gets one and leaves its batch; each batch is rewritten once.
+/// Deliveries `ids` as the transaction has them (those it has not are left out), each batch
+/// read once.
+pub fn found_all_in(tx: &Transaction<'_>, ids: &[&str]) -> Result<HashMap<String, Delivery>> {
+    let mut out = HashMap::new();
+    let mut by_batch: HashMap<&str, Vec<&str>> = HashMap::new();
+    for id in ids {
+        match batch_of(id) {
+            Some(b) => by_batch.entry(b).or_default().push(id),
+            None => {
+                if let Some((_, d)) = queue::stored_in(tx, id)? {
+                    out.insert((*id).to_owned(), d);
+                }
+            }
+        }
+    }
+    for (batch, ids) in by_batch {
+        let waiting = batch_in(tx, batch)?.map(|(_, b)| b);
+        for id in ids {
+            // Not waiting in its batch: written on its own since.
+            let d = match waiting.as_ref().and_then(|b| waiting_in(b, id)) {
+                Some(d) => Some(d),
+                None => queue::stored_in(tx, id)?.map(|(_, d)| d),
+            };
+            if let Some(d) = d {
+                out.insert(id.to_owned(), d);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes deliveries read in `tx` as they are now: each replaces its own record, or gets one
+/// and leaves its batch; each batch is read and rewritten once.
 pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<()> {
-    let mut leaving: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut by_batch: HashMap<&str, Vec<&Delivery>> = HashMap::new();
+    let mut recorded = Vec::new();
     for d in deliveries {
+        match batch_of(&d.id) {
+            Some(b) => by_batch.entry(b).or_default().push(d),
+            None => recorded.push(d),
+        }
+    }
+    for (batch, ds) in by_batch {
+        let Some((old, mut b)) = batch_in(tx, batch)? else {
+            recorded.extend(ds);
+            continue;
+        };
+        let waiting: HashSet<String> = b.to.iter().map(|p| b.delivery_id(p.n)).collect();
+        let mut leaving: HashSet<&str> = HashSet::new();
+        for d in ds {
+            // Waiting in its batch, so without a record: it gets one. Named twice, the later
+            // replaces it as any record is replaced.
+            if waiting.contains(&d.id) && leaving.insert(d.id.as_str()) {
+                for q in d.quads() {
+                    tx.insert(&q);
+                }
+            } else {
+                recorded.push(d);
+            }
+        }
+        if !leaving.is_empty() {
+            let id = b.id.clone();
+            b.to.retain(|p| !leaving.contains(format!("msg_{id}_{}", p.n).as_str()));
+            rewrite(tx, &old, &b);
+        }
+    }
+    for d in recorded {
         match queue::stored_in(tx, &d.id)? {
             Some((old, _)) => {
                 tx.remove(&old);
@@ -192,17 +283,7 @@ pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<()> 
                 for q in d.quads() {
                     tx.insert(&q);
                 }
-                if let Some(batch) = batch_of(&d.id) {
-                    leaving.entry(batch).or_default().push(&d.id);
-                }
             }
-        }
-    }
-    for (batch, ids) in leaving {
-        if let Some((old, mut b)) = batch_in(tx, batch)? {
-            let id = b.id.clone();
-            b.to.retain(|p| !ids.contains(&format!("msg_{id}_{}", p.n).as_str()));
-            rewrite(tx, &old, &b);
         }
     }
     Ok(())
@@ -254,7 +335,12 @@ mod tests {
             })
             .unwrap();
         let ids: Vec<String> = (0..3).map(|n| b.delivery_id(n)).collect();
-        let found = |id: &str| found_now(store.db(), id).unwrap().unwrap();
+        let found = |id: &str| {
+            Recent::default()
+                .found_now(store.db(), id)
+                .unwrap()
+                .unwrap()
+        };
         assert_eq!(found(&ids[1]).subscription, "s2");
         assert_eq!(found(&ids[1]).attempts, 0);
 

@@ -19,8 +19,10 @@ use super::{put, stored, Webhooks};
 use crate::consignment::{format_millis, now};
 use crate::error::{Error, Result};
 
-/// Succeeded deliveries are recorded together, this often.
+/// Succeeded deliveries are recorded together, this often,
 const RECORD_EVERY: Duration = Duration::from_millis(50);
+/// and at most this many in one write.
+const RECORD_AT_ONCE: usize = 256;
 /// Delivered deliveries past `--webhook-log-days` are removed this often (and at start-up,
 /// before the node serves).
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
@@ -369,32 +371,30 @@ impl Webhooks {
         if done.is_empty() {
             return Ok(());
         }
-        self.store.write(|tx| {
-            // One delivery may have succeeded twice (sent again meanwhile): each applies to
-            // what the one before left.
-            let mut changed: HashMap<&str, Delivery> = HashMap::new();
-            for (id, status, at, resets) in &done {
-                let d = match changed.remove(id.as_str()) {
-                    Some(d) => d,
-                    None => match batch::found_in(tx, id)? {
-                        Some(d) => d,
-                        None => continue,
-                    },
-                };
-                let mut d = d;
-                d.attempts += 1;
-                d.last_status = Some(*status);
-                d.last_error = None;
-                d.next_attempt = None;
-                // Asked for again since the attempt read it: still to be sent.
-                if d.resets == *resets {
-                    d.delivered_at = Some(at.clone());
+        // In writes of a bounded size: at a hundred subscriptions thousands succeed between
+        // two batches, and this background work must not hold the writer lock for long.
+        for chunk in done.chunks(RECORD_AT_ONCE) {
+            self.store.write(|tx| {
+                let ids: Vec<&str> = chunk.iter().map(|(id, ..)| id.as_str()).collect();
+                let mut found = batch::found_all_in(tx, &ids)?;
+                // One delivery may have succeeded twice (sent again meanwhile): each applies
+                // to what the one before left.
+                for (id, status, at, resets) in chunk {
+                    let Some(d) = found.get_mut(id) else { continue };
+                    d.attempts += 1;
+                    d.last_status = Some(*status);
+                    d.last_error = None;
+                    d.next_attempt = None;
+                    // Asked for again since the attempt read it: still to be sent.
+                    if d.resets == *resets {
+                        d.delivered_at = Some(at.clone());
+                    }
                 }
-                changed.insert(id, d);
-            }
-            let changed: Vec<Delivery> = changed.into_values().collect();
-            batch::put_all(tx, &changed)
-        })
+                let changed: Vec<Delivery> = found.into_values().collect();
+                batch::put_all(tx, &changed)
+            })?;
+        }
+        Ok(())
     }
 
     fn failed_internally(&self, why: String) -> Outcome {
@@ -404,7 +404,7 @@ impl Webhooks {
 
     /// The stored delivery `id`. Blocking.
     pub fn delivery(&self, id: &str) -> Result<Option<Delivery>> {
-        batch::found_now(self.store.db(), id)
+        self.recent.found_now(self.store.db(), id)
     }
 
     /// Records an attempt's answer on the delivery and the subscription, in one write: the

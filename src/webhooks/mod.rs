@@ -79,6 +79,8 @@ pub struct Webhooks {
     wake_tx: tokio::sync::mpsc::UnboundedSender<Wake>,
     wake_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Wake>>>,
     full: std::sync::OnceLock<FullHook>,
+    /// Batches the delivery task read lately.
+    recent: batch::Recent,
     /// Deliveries that succeeded and are not recorded yet: `(id, status, when, resets)`,
     /// `resets` as the attempt read it.
     delivered: Mutex<Vec<(String, u16, String, u32)>>,
@@ -129,6 +131,7 @@ impl Webhooks {
             wake_tx,
             wake_rx: Mutex::new(Some(wake_rx)),
             full: std::sync::OnceLock::new(),
+            recent: batch::Recent::default(),
             delivered: Mutex::default(),
             waiting: Default::default(),
             failed_attempts: AtomicU64::new(0),

@@ -2,7 +2,8 @@
 //! that does not commit queues nothing, and a crash after the commit loses nothing. Who is told
 //! is decided there too, from what the transaction reads — the consignment's publisher, circle
 //! and contributors as this very write leaves them — so a grant revoked in an earlier commit
-//! stops every later event, and a grant given by this write already counts.
+//! stops every later event, and a grant given by this write already counts. Each event's
+//! deliveries are one [`Batch`] record, whatever the number of subscriptions told.
 
 use oxigraph::model::{Literal, NamedNode, NamedOrBlankNodeRef, Quad, Term};
 use oxigraph::store::Transaction;
