@@ -1,20 +1,22 @@
-//! The deliveries one change queues, kept as one record until each has a state of its own.
+//! The deliveries one change queues, and how each went: one record per event, whatever the
+//! number of subscriptions told.
 //!
 //! A change read by a hundred subscriptions queues a hundred deliveries in its own
-//! transaction. Written one record (two quads) each, they cost a Create twice what its
-//! description does; so the transaction writes one batch instead — the body once, and who is
-//! to receive it. A delivery gets a record of its own (a [`Delivery`], indexed by its
-//! subscription) the first time anything is written of it: its attempt's outcome, a retry, a
-//! replay, a `full` body. That happens on the delivery task, off the request path and in
-//! batches, and leaves the batch in the same write: a delivery is in exactly one of the two
-//! places, and a batch with nobody left in it goes.
+//! transaction. A record (two quads) per delivery cost a Create twice what its description
+//! does, and recording each success rewrote it again under the writer lock. So a change's
+//! event is one batch — the body once, and for each subscription told its place `n` (its
+//! `webhook-id` is `msg_<batch>_<n>`) and how its delivery went — plus one index quad per
+//! organisation told, by which a subscription's log finds its batches. Everything written of a
+//! delivery later (an attempt's outcome, a retry, a replay, a `full` body) rewrites its batch,
+//! each batch once per write however many of its deliveries changed.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use oxigraph::model::{Literal, NamedNode, Quad, Term};
+use oxigraph::model::{Literal, NamedNode, NamedOrBlankNode, Quad, Term};
 use oxigraph::store::{StorageError, Transaction};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::queue::{self, Delivery, FullRef};
 use crate::error::Result;
@@ -24,29 +26,78 @@ fn node(id: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("urn:dataspace-node:delivery-batch:{id}"))
 }
 
-/// One change's deliveries not yet written on their own.
+/// The index node of organisation `org`'s batches (a digest: organisation ids are not all
+/// IRIs).
+fn told(org: &str) -> NamedNode {
+    let digest = Sha256::digest(org.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    NamedNode::new_unchecked(format!("urn:dataspace-node:deliveries-to:{hex}"))
+}
+
+/// One change's event: its body, and its deliveries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Batch {
-    /// 32 hex digits; a delivery's `webhook-id` is `msg_<id>_<n>`.
+    /// 32 hex digits.
     pub id: String,
     #[serde(rename = "type")]
     pub kind: String,
     pub created: String,
+    /// Commit order across the node: deliveries of a subscription go out in this order.
     pub seq: u64,
     pub body: String,
     pub to: Vec<Pending>,
 }
 
-/// A delivery waiting in its batch.
+/// One subscription's delivery of the batch's event, and how it went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
     pub subscription: String,
-    /// Its place in the batch as queued (the others may have left since).
+    /// The subscription's organisation (the index the log reads by).
+    pub organization: String,
+    /// Its place in the batch.
     pub n: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub full: Option<FullRef>,
+    /// The body with the `full` object in it, once read (the batch's otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_status: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resets: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Pending {
+    /// Subscription `subscription` of `organization`, at place `n`, not attempted yet.
+    pub fn queued(subscription: &str, organization: &str, n: usize, full: Option<FullRef>) -> Self {
+        Self {
+            subscription: subscription.to_owned(),
+            organization: organization.to_owned(),
+            n,
+            full,
+            body: None,
+            attempts: 0,
+            last_status: None,
+            last_error: None,
+            next_attempt: None,
+            delivered_at: None,
+            resets: 0,
+        }
+    }
 }
 
 impl Batch {
@@ -54,19 +105,33 @@ impl Batch {
         format!("msg_{}_{n}", self.id)
     }
 
-    pub fn quad(&self) -> Quad {
-        Quad::new(
-            node(&self.id),
+    /// The batch's quads: itself, and the index quad of each organisation told.
+    pub fn quads(&self) -> Vec<Quad> {
+        let subject = node(&self.id);
+        let mut out = vec![Quad::new(
+            subject.clone(),
             dsn("deliveryBatch"),
             Literal::new_typed_literal(
                 serde_json::to_string(self).unwrap_or_default(),
                 NamedNode::new_unchecked(RDF_JSON),
             ),
             queue::graph(),
-        )
+        )];
+        let mut orgs: Vec<&str> = self.to.iter().map(|p| p.organization.as_str()).collect();
+        orgs.sort_unstable();
+        orgs.dedup();
+        for org in orgs {
+            out.push(Quad::new(
+                subject.clone(),
+                dsn("deliveryTo"),
+                told(org),
+                queue::graph(),
+            ));
+        }
+        out
     }
 
-    /// The delivery `p` is, as queued: not attempted yet.
+    /// Delivery `p`, as it stands.
     pub fn delivery(&self, p: &Pending) -> Delivery {
         Delivery {
             id: self.delivery_id(p.n),
@@ -74,25 +139,49 @@ impl Batch {
             kind: self.kind.clone(),
             created: self.created.clone(),
             seq: self.seq,
-            body: self.body.clone(),
-            attempts: 0,
-            last_status: None,
-            last_error: None,
-            next_attempt: None,
-            delivered_at: None,
-            resets: 0,
+            body: p.body.clone().unwrap_or_else(|| self.body.clone()),
+            attempts: p.attempts,
+            last_status: p.last_status,
+            last_error: p.last_error.clone(),
+            next_attempt: p.next_attempt.clone(),
+            delivered_at: p.delivered_at.clone(),
+            resets: p.resets,
             full: p.full.clone(),
         }
     }
 
-    /// Every delivery still waiting in it.
     pub fn deliveries(&self) -> impl Iterator<Item = Delivery> + '_ {
         self.to.iter().map(|p| self.delivery(p))
     }
+
+    fn find(&self, id: &str) -> Option<&Pending> {
+        self.to.iter().find(|p| self.delivery_id(p.n) == id)
+    }
+
+    /// Writes `d`'s state into its place; false when it has none here.
+    fn set(&mut self, d: &Delivery) -> bool {
+        let prefix = format!("msg_{}_", self.id);
+        let Some(p) = self
+            .to
+            .iter_mut()
+            .find(|p| d.id == format!("{prefix}{}", p.n))
+        else {
+            return false;
+        };
+        p.body = (d.body != self.body).then(|| d.body.clone());
+        p.full = d.full.clone();
+        p.attempts = d.attempts;
+        p.last_status = d.last_status;
+        p.last_error = d.last_error.clone();
+        p.next_attempt = d.next_attempt.clone();
+        p.delivered_at = d.delivered_at.clone();
+        p.resets = d.resets;
+        true
+    }
 }
 
-/// The batch delivery `id` was queued in, if it was queued in one.
-fn batch_of(id: &str) -> Option<&str> {
+/// The batch delivery `id` is in.
+pub fn batch_of(id: &str) -> Option<&str> {
     let rest = id.strip_prefix("msg_")?;
     let (batch, n) = rest.split_once('_')?;
     n.parse::<usize>().ok().map(|_| batch)
@@ -125,42 +214,80 @@ fn batch_in(tx: &Transaction<'_>, id: &str) -> Result<Option<(Quad, Batch)>> {
     Ok(found.into_iter().next())
 }
 
-/// Every batch with deliveries waiting, as the store's latest commit has them.
+fn batch_now(db: &oxigraph::store::Store, id: &str) -> Result<Option<Batch>> {
+    let (n, p, g) = (node(id), dsn("deliveryBatch"), queue::graph());
+    let found = parse(db.quads_for_pattern(
+        Some(n.as_ref().into()),
+        Some(p.as_ref()),
+        None,
+        Some(g.as_ref().into()),
+    ))?;
+    Ok(found.into_iter().next().map(|(_, b)| b))
+}
+
+/// Every batch, as the store's latest commit has it.
 pub fn all(db: &oxigraph::store::Store) -> Result<Vec<Batch>> {
     let (p, g) = (dsn("deliveryBatch"), queue::graph());
     let found = parse(db.quads_for_pattern(None, Some(p.as_ref()), None, Some(g.as_ref().into())))?;
     Ok(found.into_iter().map(|(_, b)| b).collect())
 }
 
-/// Every batch with deliveries waiting, as the transaction has them, with their quads.
-pub fn all_in(tx: &Transaction<'_>) -> Result<Vec<(Quad, Batch)>> {
-    let (p, g) = (dsn("deliveryBatch"), queue::graph());
-    parse(tx.quads_for_pattern(None, Some(p.as_ref()), None, Some(g.as_ref().into())))
-}
-
-fn waiting_in(batch: &Batch, id: &str) -> Option<Delivery> {
-    batch
-        .to
-        .iter()
-        .find(|p| batch.delivery_id(p.n) == id)
-        .map(|p| batch.delivery(p))
-}
-
-/// Delivery `id` as the transaction has it: its own record, or waiting in its batch.
-pub fn found_in(tx: &Transaction<'_>, id: &str) -> Result<Option<Delivery>> {
-    if let Some((_, d)) = queue::stored_in(tx, id)? {
-        return Ok(Some(d));
+/// The batches that told organisation `org` of something, as the store's latest commit has
+/// them.
+pub fn told_to(db: &oxigraph::store::Store, org: &str) -> Result<Vec<Batch>> {
+    let mut out = Vec::new();
+    for node in told_nodes(db.quads_for_pattern(
+        None,
+        Some(dsn("deliveryTo").as_ref()),
+        Some(told(org).as_ref().into()),
+        Some(queue::graph().as_ref().into()),
+    ))? {
+        let (p, g) = (dsn("deliveryBatch"), queue::graph());
+        let found = parse(db.quads_for_pattern(
+            Some(node.as_ref()),
+            Some(p.as_ref()),
+            None,
+            Some(g.as_ref().into()),
+        ))?;
+        out.extend(found.into_iter().map(|(_, b)| b));
     }
-    let Some(batch) = batch_of(id) else {
-        return Ok(None);
-    };
-    Ok(batch_in(tx, batch)?.and_then(|(_, b)| waiting_in(&b, id)))
+    Ok(out)
+}
+
+/// The batches that told organisation `org` of something, as the transaction has them.
+pub fn told_to_in(tx: &Transaction<'_>, org: &str) -> Result<Vec<(Quad, Batch)>> {
+    let mut out = Vec::new();
+    for node in told_nodes(tx.quads_for_pattern(
+        None,
+        Some(dsn("deliveryTo").as_ref()),
+        Some(told(org).as_ref().into()),
+        Some(queue::graph().as_ref().into()),
+    ))? {
+        let (p, g) = (dsn("deliveryBatch"), queue::graph());
+        out.extend(parse(tx.quads_for_pattern(
+            Some(node.as_ref()),
+            Some(p.as_ref()),
+            None,
+            Some(g.as_ref().into()),
+        ))?);
+    }
+    Ok(out)
+}
+
+fn told_nodes(
+    quads: impl Iterator<Item = std::result::Result<Quad, StorageError>>,
+) -> Result<Vec<NamedOrBlankNode>> {
+    let mut out = Vec::new();
+    for q in quads {
+        out.push(q?.subject);
+    }
+    Ok(out)
 }
 
 /// Batches the delivery task read lately, parsed: a hundred subscriptions' first attempts
-/// read the same batch a hundred times. A delivery written since has a record, looked up
-/// first; one removed without a record belongs to a deleted subscription, which the task
-/// checks before each attempt.
+/// read the same batch a hundred times. Every write of a batch through [`Recent::forget`]s it;
+/// an attempt that read it just before works from what it read, which at least once allows
+/// (an attempt that began before a retry or replay does not mark it delivered).
 #[derive(Default)]
 pub struct Recent(Mutex<VecDeque<Arc<Batch>>>);
 
@@ -168,12 +295,8 @@ pub struct Recent(Mutex<VecDeque<Arc<Batch>>>);
 const RECENT: usize = 64;
 
 impl Recent {
-    /// Delivery `id` as the store's latest commit has it: its own record, or waiting in its
-    /// batch.
+    /// Delivery `id` as the store's latest commit has it.
     pub fn found_now(&self, db: &oxigraph::store::Store, id: &str) -> Result<Option<Delivery>> {
-        if let Some((_, d)) = queue::stored_now(db, id)? {
-            return Ok(Some(d));
-        }
         let Some(batch) = batch_of(id) else {
             return Ok(None);
         };
@@ -184,14 +307,7 @@ impl Recent {
         let b = match kept {
             Some(b) => b,
             None => {
-                let (n, p, g) = (node(batch), dsn("deliveryBatch"), queue::graph());
-                let found = parse(db.quads_for_pattern(
-                    Some(n.as_ref().into()),
-                    Some(p.as_ref()),
-                    None,
-                    Some(g.as_ref().into()),
-                ))?;
-                let Some((_, b)) = found.into_iter().next() else {
+                let Some(b) = batch_now(db, batch)? else {
                     return Ok(None);
                 };
                 let b = Arc::new(b);
@@ -203,97 +319,118 @@ impl Recent {
                 b
             }
         };
-        Ok(waiting_in(&b, id))
+        Ok(b.find(id).map(|p| b.delivery(p)))
     }
+
+    /// Batches just written: read again next time.
+    pub fn forget(&self, ids: &[String]) {
+        let mut recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        recent.retain(|b| !ids.contains(&b.id));
+    }
+}
+
+/// Delivery `id` as the transaction has it.
+pub fn found_in(tx: &Transaction<'_>, id: &str) -> Result<Option<Delivery>> {
+    let Some(batch) = batch_of(id) else {
+        return Ok(None);
+    };
+    Ok(batch_in(tx, batch)?.and_then(|(_, b)| b.find(id).map(|p| b.delivery(p))))
 }
 
 /// Deliveries `ids` as the transaction has them (those it has not are left out), each batch
 /// read once.
 pub fn found_all_in(tx: &Transaction<'_>, ids: &[&str]) -> Result<HashMap<String, Delivery>> {
-    let mut out = HashMap::new();
     let mut by_batch: HashMap<&str, Vec<&str>> = HashMap::new();
     for id in ids {
-        match batch_of(id) {
-            Some(b) => by_batch.entry(b).or_default().push(id),
-            None => {
-                if let Some((_, d)) = queue::stored_in(tx, id)? {
-                    out.insert((*id).to_owned(), d);
-                }
-            }
+        if let Some(b) = batch_of(id) {
+            by_batch.entry(b).or_default().push(id);
         }
     }
+    let mut out = HashMap::new();
     for (batch, ids) in by_batch {
-        let waiting = batch_in(tx, batch)?.map(|(_, b)| b);
+        let Some((_, b)) = batch_in(tx, batch)? else {
+            continue;
+        };
         for id in ids {
-            // Not waiting in its batch: written on its own since.
-            let d = match waiting.as_ref().and_then(|b| waiting_in(b, id)) {
-                Some(d) => Some(d),
-                None => queue::stored_in(tx, id)?.map(|(_, d)| d),
-            };
-            if let Some(d) = d {
-                out.insert(id.to_owned(), d);
+            if let Some(p) = b.find(id) {
+                out.insert(id.to_owned(), b.delivery(p));
             }
         }
     }
     Ok(out)
 }
 
-/// Writes deliveries read in `tx` as they are now: each replaces its own record, or gets one
-/// and leaves its batch; each batch is read and rewritten once.
-pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<()> {
+/// Writes deliveries as they are now into their batches, each batch rewritten once; the ids
+/// of the batches written.
+pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<Vec<String>> {
     let mut by_batch: HashMap<&str, Vec<&Delivery>> = HashMap::new();
-    let mut recorded = Vec::new();
     for d in deliveries {
-        match batch_of(&d.id) {
-            Some(b) => by_batch.entry(b).or_default().push(d),
-            None => recorded.push(d),
+        if let Some(b) = batch_of(&d.id) {
+            by_batch.entry(b).or_default().push(d);
         }
     }
+    let mut written = Vec::new();
     for (batch, ds) in by_batch {
         let Some((old, mut b)) = batch_in(tx, batch)? else {
-            recorded.extend(ds);
             continue;
         };
-        let waiting: HashSet<String> = b.to.iter().map(|p| b.delivery_id(p.n)).collect();
-        let mut leaving: HashSet<&str> = HashSet::new();
+        let mut changed = false;
         for d in ds {
-            // Waiting in its batch, so without a record: it gets one. Named twice, the later
-            // replaces it as any record is replaced.
-            if waiting.contains(&d.id) && leaving.insert(d.id.as_str()) {
-                for q in d.quads() {
-                    tx.insert(&q);
-                }
-            } else {
-                recorded.push(d);
-            }
+            changed |= b.set(d);
         }
-        if !leaving.is_empty() {
-            let id = b.id.clone();
-            b.to.retain(|p| !leaving.contains(format!("msg_{id}_{}", p.n).as_str()));
-            rewrite(tx, &old, &b);
+        if changed {
+            tx.remove(&old);
+            tx.insert(&b.quads()[0]);
+            written.push(b.id);
         }
     }
-    for d in recorded {
-        match queue::stored_in(tx, &d.id)? {
-            Some((old, _)) => {
-                tx.remove(&old);
-                tx.insert(&d.quads()[0]);
-            }
-            None => {
-                for q in d.quads() {
-                    tx.insert(&q);
-                }
-            }
-        }
-    }
-    Ok(())
+    Ok(written)
 }
 
-/// Stores `b` in place of `old`, or nothing when nobody is left in it.
+/// Keeps in batch `id` the deliveries `keep` picks, as the transaction has them; how many
+/// went.
+pub fn retain_in(
+    tx: &mut Transaction<'_>,
+    id: &str,
+    keep: impl Fn(&Delivery) -> bool,
+) -> Result<usize> {
+    let Some((old, mut b)) = batch_in(tx, id)? else {
+        return Ok(0);
+    };
+    let before = b.to.len();
+    let kept: Vec<Pending> =
+        b.to.iter()
+            .filter(|p| keep(&b.delivery(p)))
+            .cloned()
+            .collect();
+    b.to = kept;
+    let gone = before - b.to.len();
+    if gone > 0 {
+        rewrite(tx, &old, &b);
+    }
+    Ok(gone)
+}
+
+/// Stores `b` in place of `old`, with its index quads; or removes it with them when nobody is
+/// left in it.
 pub fn rewrite(tx: &mut Transaction<'_>, old: &Quad, b: &Batch) {
-    tx.remove(old);
-    if !b.to.is_empty() {
-        tx.insert(&b.quad());
+    if b.to.is_empty() {
+        remove(tx, &b.id);
+    } else {
+        tx.remove(old);
+        tx.insert(&b.quads()[0]);
+    }
+}
+
+/// Removes batch `id` and its index quads.
+pub fn remove(tx: &mut Transaction<'_>, id: &str) {
+    let (n, g) = (node(id), queue::graph());
+    let gone: Vec<Quad> = tx
+        .quads_for_pattern(Some(n.as_ref().into()), None, None, Some(g.as_ref().into()))
+        .filter_map(std::result::Result::ok)
+        .collect();
+    for q in &gone {
+        tx.remove(q);
     }
 }
 
@@ -302,7 +439,7 @@ mod tests {
     use super::*;
     use crate::store::Store;
 
-    fn batch(to: &[&str]) -> Batch {
+    fn batch(to: &[(&str, &str)]) -> Batch {
         Batch {
             id: "0123456789abcdef0123456789abcdef".into(),
             kind: "consignment.created".into(),
@@ -312,25 +449,23 @@ mod tests {
             to: to
                 .iter()
                 .enumerate()
-                .map(|(n, s)| Pending {
-                    subscription: (*s).to_owned(),
-                    n,
-                    full: None,
-                })
+                .map(|(n, (s, o))| Pending::queued(s, o, n, None))
                 .collect(),
         }
     }
 
-    /// A delivery written leaves its batch in the same write, and the batch goes with the
-    /// last: each delivery is found in exactly one place, as last written.
+    /// What is written of deliveries lands in their places in the batch, each batch rewritten
+    /// once, and the log's index finds the batch by each organisation told.
     #[test]
-    fn a_delivery_written_leaves_its_batch() {
+    fn deliveries_written_stay_in_their_batch() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = batch(&["s1", "s2", "s3"]);
+        let b = batch(&[("s1", "org:a"), ("s2", "org:b"), ("s3", "org:a")]);
         store
             .write(|tx| {
-                tx.insert(&b.quad());
+                b.quads().iter().for_each(|q| {
+                    tx.insert(q);
+                });
                 Ok(())
             })
             .unwrap();
@@ -344,35 +479,37 @@ mod tests {
         assert_eq!(found(&ids[1]).subscription, "s2");
         assert_eq!(found(&ids[1]).attempts, 0);
 
-        let mut second = found(&ids[1]);
-        second.attempts = 1;
-        store.write(|tx| put_all(tx, &[second.clone()])).unwrap();
-        assert_eq!(found(&ids[1]), second);
-        let left = all(store.db()).unwrap();
-        assert_eq!(left.len(), 1);
-        assert_eq!(left[0].deliveries().count(), 2);
-        assert!(left[0].deliveries().all(|d| d.id != ids[1]));
-
-        // Written twice in one write: the later wins, once.
-        let (mut first, mut third) = (found(&ids[0]), found(&ids[2]));
+        let (mut first, mut second) = (found(&ids[0]), found(&ids[1]));
         first.attempts = 2;
-        third.delivered_at = Some("2026-11-28T00:00:01Z".into());
+        first.body = "{\"full\":1}".into();
+        second.delivered_at = Some("2026-11-28T00:00:01Z".into());
+        let written = store
+            .write(|tx| put_all(tx, &[first.clone(), second.clone()]))
+            .unwrap();
+        assert_eq!(written, vec![b.id.clone()]);
+        assert_eq!(found(&ids[0]), first);
+        assert_eq!(found(&ids[1]), second);
+        assert_eq!(found(&ids[2]).attempts, 0);
+        assert_eq!(found(&ids[2]).body, "{}");
+        assert_eq!(all(store.db()).unwrap().len(), 1);
+        assert_eq!(told_to(store.db(), "org:a").unwrap().len(), 1);
+        assert_eq!(told_to(store.db(), "org:b").unwrap().len(), 1);
+        assert!(told_to(store.db(), "org:c").unwrap().is_empty());
+
+        // Nobody left: the batch goes with its index.
         store
             .write(|tx| {
-                let mut again = third.clone();
-                again.attempts = 9;
-                put_all(tx, &[again])?;
-                put_all(tx, &[first.clone(), third.clone()])
+                let (old, mut left) = batch_in(tx, &b.id)?.unwrap();
+                left.to.clear();
+                rewrite(tx, &old, &left);
+                Ok(())
             })
             .unwrap();
-        assert!(all(store.db()).unwrap().is_empty());
-        assert_eq!(found(&ids[0]), first);
-        assert_eq!(found(&ids[2]), third);
-        let records = store
+        let left = store
             .db()
-            .quads_for_pattern(None, Some(dsn("delivery").as_ref()), None, None)
+            .quads_for_pattern(None, None, None, Some(queue::graph().as_ref().into()))
             .count();
-        assert_eq!(records, 3);
+        assert_eq!(left, 0);
     }
 
     #[test]

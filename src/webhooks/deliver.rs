@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::batch;
-use super::queue::{self, Delivery};
+use super::queue::Delivery;
 use super::send::{self, Answer};
 use super::{put, stored, Webhooks};
 use crate::consignment::{format_millis, now};
@@ -211,34 +211,15 @@ impl Webhooks {
         }
     }
 
-    /// Every undelivered delivery of a subscription that still exists, in commit order:
-    /// those with records of their own, and those still waiting in their batches. Blocking.
+    /// Every undelivered delivery of a subscription that still exists, in commit order.
+    /// Blocking.
     fn pending(&self) -> Result<Vec<Delivery>> {
-        let mut out: Vec<Delivery> = self.stored()?;
+        let mut out: Vec<Delivery> = Vec::new();
         for b in batch::all(self.store.db())? {
             out.extend(b.deliveries());
         }
         out.retain(|d| d.delivered_at.is_none() && self.subscription(&d.subscription).is_some());
         out.sort_by_key(|d| d.seq);
-        Ok(out)
-    }
-
-    /// Every delivery with a record of its own, of every subscription. Blocking.
-    fn stored(&self) -> Result<Vec<Delivery>> {
-        let p = crate::vocab::dsn("delivery");
-        let mut out = Vec::new();
-        for q in self.store.db().quads_for_pattern(
-            None,
-            Some(p.as_ref()),
-            None,
-            Some(queue::graph().as_ref().into()),
-        ) {
-            if let oxigraph::model::Term::Literal(l) = q?.object {
-                if let Ok(d) = serde_json::from_str::<Delivery>(l.value()) {
-                    out.push(d);
-                }
-            }
-        }
         Ok(out)
     }
 
@@ -303,12 +284,10 @@ impl Webhooks {
             body["data"]["object"] = object;
             d.body = body.to_string();
         }
-        self.store.write(|tx| {
-            if batch::found_in(tx, &d.id)?.is_some() {
-                batch::put_all(tx, std::slice::from_ref(&d))?;
-            }
-            Ok(())
-        })?;
+        let written = self
+            .store
+            .write(|tx| batch::put_all(tx, std::slice::from_ref(&d)))?;
+        self.recent.forget(&written);
         Ok(d)
     }
 
@@ -352,17 +331,24 @@ impl Webhooks {
                 .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
                 .is_some_and(|at| at <= cutoff)
         };
-        let old: Vec<_> = self
-            .stored()?
-            .iter()
-            .filter(|d| delivered_before(d))
-            .flat_map(Delivery::quads)
+        let old: Vec<String> = batch::all(self.store.db())?
+            .into_iter()
+            .filter(|b| b.deliveries().any(|d| delivered_before(&d)))
+            .map(|b| b.id)
             .collect();
-        // In batches: a log of months holds many.
-        for batch in old.chunks(2_000) {
-            self.store.rewrite(batch, &[])?;
+        let mut gone = 0;
+        // In writes of a bounded size: a log of months holds many.
+        for ids in old.chunks(200) {
+            gone += self.store.write(|tx| {
+                let mut gone = 0;
+                for id in ids {
+                    gone += batch::retain_in(tx, id, |d| !delivered_before(d))?;
+                }
+                Ok(gone)
+            })?;
+            self.recent.forget(ids);
         }
-        Ok(old.len() / 2)
+        Ok(gone)
     }
 
     /// Writes the batch of succeeded deliveries. Blocking.
@@ -374,7 +360,7 @@ impl Webhooks {
         // In writes of a bounded size: at a hundred subscriptions thousands succeed between
         // two batches, and this background work must not hold the writer lock for long.
         for chunk in done.chunks(RECORD_AT_ONCE) {
-            self.store.write(|tx| {
+            let written = self.store.write(|tx| {
                 let ids: Vec<&str> = chunk.iter().map(|(id, ..)| id.as_str()).collect();
                 let mut found = batch::found_all_in(tx, &ids)?;
                 // One delivery may have succeeded twice (sent again meanwhile): each applies
@@ -393,6 +379,7 @@ impl Webhooks {
                 let changed: Vec<Delivery> = found.into_values().collect();
                 batch::put_all(tx, &changed)
             })?;
+            self.recent.forget(&written);
         }
         Ok(())
     }
@@ -446,7 +433,8 @@ impl Webhooks {
                     Outcome::Retry(wait)
                 }
             };
-            batch::put_all(tx, std::slice::from_ref(&d))?;
+            let written = batch::put_all(tx, std::slice::from_ref(&d))?;
+            self.recent.forget(&written);
             if subscription.failures != failures || !subscription.enabled() {
                 put(tx, Some(&old_sub), &subscription, events);
             }

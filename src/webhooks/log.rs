@@ -2,34 +2,21 @@
 //! queued since an instant (a replay). Sent again under the same `webhook-id` and with the same
 //! body, so a receiver that has them already recognises them.
 
-use oxigraph::model::NamedOrBlankNode;
 use serde_json::{json, Value};
 
 use super::batch;
-use super::queue::{self, Delivery};
-use super::{subject, Wake, Webhooks};
+use super::queue::Delivery;
+use super::{Subscription, Wake, Webhooks};
 use crate::consignment::cursor::Position;
 use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::vocab::dsn;
 
-/// Every delivery of subscription `id`, with a record of its own or waiting in its batch,
-/// oldest first. Blocking.
-fn deliveries_of(store: &Store, id: &str) -> Result<Vec<Delivery>> {
-    let (of, g) = (dsn("deliveryOf"), queue::graph());
+/// Every delivery of subscription `s`, oldest first. Blocking.
+fn deliveries_of(store: &Store, s: &Subscription) -> Result<Vec<Delivery>> {
     let mut out = Vec::new();
-    for q in store.db().quads_for_pattern(
-        None,
-        Some(of.as_ref()),
-        Some(subject(id).as_ref().into()),
-        Some(g.as_ref().into()),
-    ) {
-        let node: NamedOrBlankNode = q?.subject;
-        out.extend(queue::stored_at(store.db(), node.as_ref())?.map(|(_, d)| d));
-    }
-    for b in batch::all(store.db())? {
-        out.extend(b.deliveries().filter(|d| d.subscription == id));
+    for b in batch::told_to(store.db(), &s.organization)? {
+        out.extend(b.deliveries().filter(|d| d.subscription == s.id));
     }
     out.sort_by_key(|d| d.seq);
     Ok(out)
@@ -44,7 +31,7 @@ impl Webhooks {
         limit: usize,
         cursor: Option<&str>,
     ) -> Result<Page> {
-        self.owned(org, id)?;
+        let s = self.owned(org, id)?;
         let list = format!("deliveries:{id}");
         let before = match cursor {
             Some(c) => {
@@ -55,7 +42,7 @@ impl Webhooks {
             }
             None => None,
         };
-        let mut all: Vec<Delivery> = deliveries_of(&self.store, id)?
+        let mut all: Vec<Delivery> = deliveries_of(&self.store, &s)?
             .into_iter()
             .filter(|d| before.is_none_or(|b| d.seq < b))
             .collect();
@@ -81,8 +68,8 @@ impl Webhooks {
     /// `POST /subscriptions/{id}/deliveries/{deliveryId}/retry`: sent again (delivered or
     /// not), behind what the subscription has waiting. Blocking.
     pub fn retry(&self, org: &str, id: &str, delivery: &str) -> Result<Value> {
-        self.owned(org, id)?;
-        let again = self.again(id, |d| d.id == delivery)?;
+        let s = self.owned(org, id)?;
+        let again = self.again(&s, |d| d.id == delivery)?;
         match again.first() {
             Some(d) => Ok(d.public()),
             None => Err(Error::NotFound(format!("no delivery {delivery}"))),
@@ -97,7 +84,7 @@ impl Webhooks {
         id: &str,
         body: &serde_json::Map<String, Value>,
     ) -> Result<Value> {
-        self.owned(org, id)?;
+        let s = self.owned(org, id)?;
         if let Some(other) = body.keys().find(|k| *k != "since") {
             return Err(Error::invalid_field(other, "not a field of a replay"));
         }
@@ -108,7 +95,7 @@ impl Webhooks {
             .ok_or_else(|| {
                 Error::invalid_field("since", "required: an RFC 3339 date-time with a time zone")
             })?;
-        let again = self.again(id, |d| {
+        let again = self.again(&s, |d| {
             chrono::DateTime::parse_from_rfc3339(&d.created).is_ok_and(|c| c >= since)
         })?;
         Ok(json!({"replayed": again.len()}))
@@ -116,22 +103,25 @@ impl Webhooks {
 
     /// Marks the subscription's deliveries `which` picks as not delivered, in one write, and
     /// hands them to the delivery task in commit order.
-    fn again(&self, id: &str, which: impl Fn(&Delivery) -> bool) -> Result<Vec<Delivery>> {
+    fn again(&self, s: &Subscription, which: impl Fn(&Delivery) -> bool) -> Result<Vec<Delivery>> {
         // Successes not yet recorded first: a batch written after this reset would mark what
         // is to be sent again as delivered.
         self.flush_delivered()?;
-        let picked: Vec<Delivery> = deliveries_of(&self.store, id)?
+        let picked: Vec<String> = deliveries_of(&self.store, s)?
             .into_iter()
             .filter(|d| which(d))
+            .map(|d| d.id)
             .collect();
         if picked.is_empty() {
             return Ok(Vec::new());
         }
-        let again = self.store.write(|tx| {
+        let (again, written) = self.store.write(|tx| {
+            // As stored now: an attempt may have been recorded since they were read.
+            let ids: Vec<&str> = picked.iter().map(String::as_str).collect();
+            let mut found = batch::found_all_in(tx, &ids)?;
             let mut again = Vec::new();
-            for d in picked {
-                // As stored now: an attempt may have been recorded since it was read.
-                let Some(mut d) = batch::found_in(tx, &d.id)? else {
+            for id in &picked {
+                let Some(mut d) = found.remove(id) else {
                     continue;
                 };
                 d.delivered_at = None;
@@ -139,13 +129,14 @@ impl Webhooks {
                 d.resets += 1;
                 again.push(d);
             }
-            batch::put_all(tx, &again)?;
-            Ok(again)
+            let written = batch::put_all(tx, &again)?;
+            Ok((again, written))
         })?;
+        self.recent.forget(&written);
         for d in &again {
             // The task is gone only at shutdown; the deliveries stay stored for the next start.
             let _ = self.wake_tx.send(Wake::Queued {
-                subscription: id.to_owned(),
+                subscription: s.id.clone(),
                 id: d.id.clone(),
             });
         }

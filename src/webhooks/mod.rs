@@ -319,33 +319,8 @@ impl Webhooks {
                 .ok_or_else(|| not_found(id))?;
             tx.remove(&old);
             // Its deliveries go with it: nothing is sent for it afterwards.
-            let of = dsn("deliveryOf");
-            let mut gone = Vec::new();
-            for q in tx.quads_for_pattern(
-                None,
-                Some(of.as_ref()),
-                Some(subject(id).as_ref().into()),
-                Some(queue::graph().as_ref().into()),
-            ) {
-                let q = q?;
-                let delivery: oxigraph::model::NamedOrBlankNode = q.subject.clone();
-                for d in tx.quads_for_pattern(
-                    Some(delivery.as_ref()),
-                    None,
-                    None,
-                    Some(queue::graph().as_ref().into()),
-                ) {
-                    gone.push(d?);
-                }
-            }
-            for q in &gone {
-                tx.remove(q);
-            }
-            for (old, mut b) in batch::all_in(tx)? {
-                if b.to.iter().any(|p| p.subscription == id) {
-                    b.to.retain(|p| p.subscription != id);
-                    batch::rewrite(tx, &old, &b);
-                }
+            for (_, b) in batch::told_to_in(tx, org)? {
+                batch::retain_in(tx, &b.id, |d| d.subscription != id)?;
             }
             events.push(Committed::SubscriptionRemoved { id: id.to_owned() });
             Ok(())

@@ -5,28 +5,24 @@
 //! stops every later event, and a grant given by this write already counts. Each event's
 //! deliveries are one [`Batch`] record, whatever the number of subscriptions told.
 
-use oxigraph::model::{Literal, NamedNode, NamedOrBlankNodeRef, Quad, Term};
+use oxigraph::model::NamedNode;
 use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::batch::{Batch, Pending};
-use super::{subject, Subscription, Webhooks};
+use super::{Subscription, Webhooks};
 use crate::consignment::now;
 use crate::error::Result;
 use crate::store::{graphs, records, Change, Committed, Events, Journal};
-use crate::vocab::{dsn, RDF_JSON};
 
 pub fn graph() -> NamedNode {
     NamedNode::new_unchecked("urn:dataspace-node:system:webhook-deliveries")
 }
 
-fn delivery_node(id: &str) -> NamedNode {
-    NamedNode::new_unchecked(format!("urn:dataspace-node:delivery:{id}"))
-}
-
-/// One event for one subscription, and how its delivery went. `body` is fixed when queued, so
-/// every attempt (and a replay) sends the same bytes under the same id.
+/// One event for one subscription, and how its delivery went, as its batch holds it. `body`
+/// is fixed when queued, so every attempt (and a replay) sends the same bytes under the same
+/// id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
@@ -76,27 +72,6 @@ pub struct FullRef {
 }
 
 impl Delivery {
-    pub fn quads(&self) -> [Quad; 2] {
-        let node = delivery_node(&self.id);
-        [
-            Quad::new(
-                node.clone(),
-                dsn("delivery"),
-                Literal::new_typed_literal(
-                    serde_json::to_string(self).unwrap_or_default(),
-                    NamedNode::new_unchecked(RDF_JSON),
-                ),
-                graph(),
-            ),
-            Quad::new(
-                node,
-                dsn("deliveryOf"),
-                subject(&self.subscription),
-                graph(),
-            ),
-        ]
-    }
-
     /// What the delivery log answers: everything but the body.
     pub fn public(&self) -> Value {
         json!({
@@ -106,46 +81,6 @@ impl Delivery {
             "deliveredAt": self.delivered_at,
         })
     }
-}
-
-/// The first delivery among `quads` (a delivery node's `dsn:delivery` facts).
-fn first(
-    quads: impl Iterator<Item = std::result::Result<Quad, oxigraph::store::StorageError>>,
-) -> Result<Option<(Quad, Delivery)>> {
-    for q in quads {
-        let q = q?;
-        if let Term::Literal(l) = &q.object {
-            if let Ok(d) = serde_json::from_str::<Delivery>(l.value()) {
-                return Ok(Some((q, d)));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// Delivery `id` as the transaction has it, with its quad.
-pub fn stored_in(tx: &Transaction<'_>, id: &str) -> Result<Option<(Quad, Delivery)>> {
-    let (node, p, g) = (delivery_node(id), dsn("delivery"), graph());
-    first(tx.quads_for_pattern(
-        Some(node.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(g.as_ref().into()),
-    ))
-}
-
-/// Delivery `id` as the store's latest commit has it, with its quad.
-pub fn stored_now(db: &oxigraph::store::Store, id: &str) -> Result<Option<(Quad, Delivery)>> {
-    stored_at(db, delivery_node(id).as_ref().into())
-}
-
-/// The delivery of node `node` as the store's latest commit has it, with its quad.
-pub fn stored_at(
-    db: &oxigraph::store::Store,
-    node: NamedOrBlankNodeRef<'_>,
-) -> Result<Option<(Quad, Delivery)>> {
-    let (p, g) = (dsn("delivery"), graph());
-    first(db.quads_for_pattern(Some(node), Some(p.as_ref()), None, Some(g.as_ref().into())))
 }
 
 /// A consignment's ids and the organisations that read it, as the transaction has them.
@@ -229,11 +164,7 @@ impl Webhooks {
                 at: c.at.clone(),
                 object_id: c.object_id.clone(),
             });
-        Pending {
-            subscription: s.id.clone(),
-            n,
-            full,
-        }
+        Pending::queued(&s.id, &s.organization, n, full)
     }
 
     /// Queues one event for the subscriptions told of it, as one batch.
@@ -248,7 +179,9 @@ impl Webhooks {
             body,
             to,
         };
-        tx.insert(&b.quad());
+        for q in b.quads() {
+            tx.insert(&q);
+        }
         b
     }
 }
