@@ -51,7 +51,7 @@ pub enum Committed {
     /// An applied activity changed a consignment (its subscribers are told: `webhooks`).
     ConsignmentChanged(Box<Change>),
     /// A webhook delivery was queued for a subscription.
-    DeliveryQueued { subscription: String, id: String },
+    DeliveriesQueued { queued: Vec<(String, String)> },
     /// A webhook subscription was stored (its stored JSON state, secrets included).
     SubscriptionStored { state: Value },
     /// The webhook subscription with this id was deleted.
@@ -104,7 +104,7 @@ impl Committed {
             | Committed::PolicyStored { .. }
             | Committed::PolicyRemoved { .. }
             | Committed::ConsignmentChanged(_)
-            | Committed::DeliveryQueued { .. }
+            | Committed::DeliveriesQueued { .. }
             | Committed::SubscriptionStored { .. }
             | Committed::SubscriptionRemoved { .. }
             | Committed::ReplicationLogged { .. }
@@ -132,7 +132,7 @@ impl Committed {
             | Committed::NoticeQueued { .. }
             | Committed::CircleChanged { .. }
             | Committed::ConsignmentChanged(_)
-            | Committed::DeliveryQueued { .. }
+            | Committed::DeliveriesQueued { .. }
             | Committed::ReplicationLogged { .. }
             | Committed::Audited { .. }
             | Committed::DspQueued { .. } => false,

@@ -54,8 +54,6 @@ pub struct Batch {
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
     pub subscription: String,
-    /// The subscription's organisation (the index the log reads by).
-    pub organization: String,
     /// Its place in the batch.
     pub n: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,11 +80,10 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Pending {
-    /// Subscription `subscription` of `organization`, at place `n`, not attempted yet.
-    pub fn queued(subscription: &str, organization: &str, n: usize, full: Option<FullRef>) -> Self {
+    /// Subscription `subscription`, at place `n`, not attempted yet.
+    pub fn queued(subscription: &str, n: usize, full: Option<FullRef>) -> Self {
         Self {
             subscription: subscription.to_owned(),
-            organization: organization.to_owned(),
             n,
             full,
             body: None,
@@ -105,30 +102,24 @@ impl Batch {
         format!("msg_{}_{n}", self.id)
     }
 
-    /// The batch's quads: itself, and the index quad of each organisation told.
-    pub fn quads(&self) -> Vec<Quad> {
-        let subject = node(&self.id);
-        let mut out = vec![Quad::new(
-            subject.clone(),
+    pub fn quad(&self) -> Quad {
+        Quad::new(
+            node(&self.id),
             dsn("deliveryBatch"),
             Literal::new_typed_literal(
                 serde_json::to_string(self).unwrap_or_default(),
                 NamedNode::new_unchecked(RDF_JSON),
             ),
             queue::graph(),
-        )];
-        let mut orgs: Vec<&str> = self.to.iter().map(|p| p.organization.as_str()).collect();
-        orgs.sort_unstable();
-        orgs.dedup();
-        for org in orgs {
-            out.push(Quad::new(
-                subject.clone(),
-                dsn("deliveryTo"),
-                told(org),
-                queue::graph(),
-            ));
-        }
-        out
+        )
+    }
+
+    /// The index quads by which organisations `orgs` (those of the subscriptions told) find
+    /// the batch.
+    pub fn index(&self, orgs: &[&str]) -> Vec<Quad> {
+        orgs.iter()
+            .map(|org| Quad::new(node(&self.id), dsn("deliveryTo"), told(org), queue::graph()))
+            .collect()
     }
 
     /// Delivery `p`, as it stands.
@@ -380,7 +371,7 @@ pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<Vec<
         }
         if changed {
             tx.remove(&old);
-            tx.insert(&b.quads()[0]);
+            tx.insert(&b.quad());
             written.push(b.id);
         }
     }
@@ -418,7 +409,7 @@ pub fn rewrite(tx: &mut Transaction<'_>, old: &Quad, b: &Batch) {
         remove(tx, &b.id);
     } else {
         tx.remove(old);
-        tx.insert(&b.quads()[0]);
+        tx.insert(&b.quad());
     }
 }
 
@@ -439,7 +430,7 @@ mod tests {
     use super::*;
     use crate::store::Store;
 
-    fn batch(to: &[(&str, &str)]) -> Batch {
+    fn batch(to: &[&str]) -> Batch {
         Batch {
             id: "0123456789abcdef0123456789abcdef".into(),
             kind: "consignment.created".into(),
@@ -449,7 +440,7 @@ mod tests {
             to: to
                 .iter()
                 .enumerate()
-                .map(|(n, (s, o))| Pending::queued(s, o, n, None))
+                .map(|(n, s)| Pending::queued(s, n, None))
                 .collect(),
         }
     }
@@ -460,10 +451,11 @@ mod tests {
     fn deliveries_written_stay_in_their_batch() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let b = batch(&[("s1", "org:a"), ("s2", "org:b"), ("s3", "org:a")]);
+        let b = batch(&["s1", "s2", "s3"]);
         store
             .write(|tx| {
-                b.quads().iter().for_each(|q| {
+                tx.insert(&b.quad());
+                b.index(&["org:a", "org:b"]).iter().for_each(|q| {
                     tx.insert(q);
                 });
                 Ok(())

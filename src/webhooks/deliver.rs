@@ -34,8 +34,11 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 /// a delivery to retry or replay).
 #[derive(Debug, Clone)]
 pub enum Wake {
-    Queued { subscription: String, id: String },
-    Again { subscription: String },
+    /// Deliveries queued: `(subscription, id)`, in commit order.
+    Queued(Vec<(String, String)>),
+    Again {
+        subscription: String,
+    },
 }
 
 /// How an attempt went, for the in-memory queue.
@@ -192,8 +195,11 @@ impl Webhooks {
             });
             tokio::select! {
                 woken = rx.recv() => match woken {
-                    Some(Wake::Queued { subscription, id }) => {
-                        queues.push(Instant::now(), &subscription, id)
+                    Some(Wake::Queued(queued)) => {
+                        let now = Instant::now();
+                        for (subscription, id) in queued {
+                            queues.push(now, &subscription, id);
+                        }
                     }
                     Some(Wake::Again { subscription }) => {
                         queues.wake(Instant::now(), &subscription)

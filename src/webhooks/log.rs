@@ -133,13 +133,9 @@ impl Webhooks {
             Ok((again, written))
         })?;
         self.recent.forget(&written);
-        for d in &again {
-            // The task is gone only at shutdown; the deliveries stay stored for the next start.
-            let _ = self.wake_tx.send(Wake::Queued {
-                subscription: s.id.clone(),
-                id: d.id.clone(),
-            });
-        }
+        // The task is gone only at shutdown; the deliveries stay stored for the next start.
+        let queued = again.iter().map(|d| (s.id.clone(), d.id.clone())).collect();
+        let _ = self.wake_tx.send(Wake::Queued(queued));
         Ok(again)
     }
 }

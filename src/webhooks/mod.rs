@@ -71,7 +71,7 @@ pub struct Webhooks {
     store: Arc<Store>,
     allow_http: Arc<AllowList>,
     cursors: Cursors,
-    subscriptions: RwLock<HashMap<String, Subscription>>,
+    subscriptions: RwLock<HashMap<String, Arc<Subscription>>>,
     settings: Settings,
     client: reqwest::Client,
     /// The last delivery sequence number given (microseconds since the epoch, or one more).
@@ -113,7 +113,7 @@ impl Webhooks {
             if let Term::Literal(l) = q?.object {
                 match serde_json::from_str::<Subscription>(l.value()) {
                     Ok(s) => {
-                        subscriptions.insert(s.id.clone(), s);
+                        subscriptions.insert(s.id.clone(), Arc::new(s));
                     }
                     Err(e) => tracing::error!(error = %e, "unreadable subscription skipped"),
                 }
@@ -160,18 +160,18 @@ impl Webhooks {
     /// writer lock, so in commit order).
     /// The subscriptions `keep` picks, cloned (the others are not: every commit asks for the
     /// enabled ones).
-    pub fn matching(&self, keep: impl Fn(&Subscription) -> bool) -> Vec<Subscription> {
+    pub fn matching(&self, keep: impl Fn(&Subscription) -> bool) -> Vec<Arc<Subscription>> {
         let map = self.subscriptions.read().unwrap_or_else(|p| p.into_inner());
         map.values().filter(|s| keep(s)).cloned().collect()
     }
 
-    pub fn subscription(&self, id: &str) -> Option<Subscription> {
+    pub fn subscription(&self, id: &str) -> Option<Arc<Subscription>> {
         let map = self.subscriptions.read().unwrap_or_else(|p| p.into_inner());
         map.get(id).cloned()
     }
 
     /// Organisation `org`'s subscription `id`; another's is as absent as a missing one.
-    pub fn owned(&self, org: &str, id: &str) -> Result<Subscription> {
+    pub fn owned(&self, org: &str, id: &str) -> Result<Arc<Subscription>> {
         self.subscription(id)
             .filter(|s| s.organization == org)
             .ok_or_else(|| not_found(id))
@@ -229,7 +229,7 @@ impl Webhooks {
             }
             None => None,
         };
-        let mut mine: Vec<Subscription> = self
+        let mut mine: Vec<Arc<Subscription>> = self
             .matching(|s| s.organization == org)
             .into_iter()
             .filter(|s| {
@@ -251,10 +251,7 @@ impl Webhooks {
             })),
             _ => None,
         };
-        Ok(Page::new(
-            mine.iter().map(Subscription::public).collect(),
-            cursor,
-        ))
+        Ok(Page::new(mine.iter().map(|s| s.public()).collect(), cursor))
     }
 
     /// `PATCH /subscriptions/{id}`. Enabling again starts the failure count over. Blocking.
@@ -391,7 +388,7 @@ impl ReadModel for Webhooks {
                 match serde_json::from_value::<Subscription>(state.clone()) {
                     Ok(s) => {
                         let again = s.enabled().then(|| s.id.clone());
-                        lock().insert(s.id.clone(), s);
+                        lock().insert(s.id.clone(), Arc::new(s));
                         // Enabled again: what waited is sent. The task is gone only at shutdown.
                         if let Some(subscription) = again {
                             let _ = self.wake_tx.send(Wake::Again { subscription });
@@ -403,11 +400,8 @@ impl ReadModel for Webhooks {
             Committed::SubscriptionRemoved { id } => {
                 lock().remove(id);
             }
-            Committed::DeliveryQueued { subscription, id } => {
-                let _ = self.wake_tx.send(Wake::Queued {
-                    subscription: subscription.clone(),
-                    id: id.clone(),
-                });
+            Committed::DeliveriesQueued { queued } => {
+                let _ = self.wake_tx.send(Wake::Queued(queued.clone()));
             }
             _ => {}
         }

@@ -164,11 +164,18 @@ impl Webhooks {
                 at: c.at.clone(),
                 object_id: c.object_id.clone(),
             });
-        Pending::queued(&s.id, &s.organization, n, full)
+        Pending::queued(&s.id, n, full)
     }
 
     /// Queues one event for the subscriptions told of it, as one batch.
-    fn queue(&self, tx: &mut Transaction<'_>, kind: &str, data: Value, to: Vec<Pending>) -> Batch {
+    fn queue(
+        &self,
+        tx: &mut Transaction<'_>,
+        kind: &str,
+        data: Value,
+        to: Vec<Pending>,
+        orgs: &[&str],
+    ) -> Batch {
         let created = now();
         let body = json!({"type": kind, "timestamp": created, "data": data}).to_string();
         let b = Batch {
@@ -179,7 +186,8 @@ impl Webhooks {
             body,
             to,
         };
-        for q in b.quads() {
+        tx.insert(&b.quad());
+        for q in b.index(orgs) {
             tx.insert(&q);
         }
         b
@@ -204,7 +212,7 @@ fn data(readers: &Readers, cause: Option<&Change>) -> Value {
 
 impl Journal for Webhooks {
     fn record(&self, tx: &mut Transaction<'_>, events: &mut Events) -> Result<()> {
-        let subscriptions: Vec<Subscription> = self.matching(Subscription::enabled);
+        let subscriptions = self.matching(Subscription::enabled);
         if subscriptions.is_empty() {
             return Ok(());
         }
@@ -224,6 +232,7 @@ impl Journal for Webhooks {
             };
             let told: Vec<&Subscription> = subscriptions
                 .iter()
+                .map(|s| &**s)
                 .filter(|s| s.events.iter().any(|e| e == kind))
                 .filter(|s| only.is_none_or(|o| *o == s.organization))
                 .collect();
@@ -238,6 +247,7 @@ impl Journal for Webhooks {
             // reads the consignment: only its ids, which it had.
             let unshared = kind == "consignment.unshared";
             let mut to = Vec::new();
+            let mut orgs: Vec<&str> = Vec::new();
             for s in told {
                 let told = if unshared {
                     s.filter.scope.as_deref() != Some("own") && readers.ports_match(s)
@@ -246,6 +256,9 @@ impl Journal for Webhooks {
                 };
                 if told {
                     to.push(self.to_receive(s, kind, cause, to.len()));
+                    if !orgs.contains(&s.organization.as_str()) {
+                        orgs.push(&s.organization);
+                    }
                 }
             }
             if to.is_empty() {
@@ -256,13 +269,14 @@ impl Journal for Webhooks {
             } else {
                 data(&readers, cause)
             };
-            let b = self.queue(tx, kind, data, to);
-            for p in &b.to {
-                queued.push(Committed::DeliveryQueued {
-                    subscription: p.subscription.clone(),
-                    id: b.delivery_id(p.n),
-                });
-            }
+            let b = self.queue(tx, kind, data, to, &orgs);
+            queued.push(Committed::DeliveriesQueued {
+                queued: b
+                    .to
+                    .iter()
+                    .map(|p| (p.subscription.clone(), b.delivery_id(p.n)))
+                    .collect(),
+            });
         }
         for event in queued {
             events.push(event);
