@@ -186,12 +186,41 @@ impl Views {
         id: &str,
         at: DateTime<FixedOffset>,
     ) -> Result<Read> {
+        self.read_at_with(caller, scope, id, at, false)
+    }
+
+    /// [`Views::read_at`] at the instant of a revision the caller was told of, always from the
+    /// history: a change committed since may not be in every index a read consults yet (the
+    /// in-memory models follow the sync), so "nothing changed since `at`" cannot be
+    /// concluded from them, and the current state could carry the later change.
+    pub fn read_at_revision(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        at: DateTime<FixedOffset>,
+    ) -> Result<Read> {
+        self.read_at_with(caller, scope, id, at, true)
+    }
+
+    fn read_at_with(
+        &self,
+        caller: &Caller,
+        scope: Scope,
+        id: &str,
+        at: DateTime<FixedOffset>,
+        from_history: bool,
+    ) -> Result<Read> {
         let mut visible = self.resolve(caller, scope, id)?;
         // The bound of the history is what the caller may know of the last change.
         let own = self.own_updated(&mut visible, Description::Read)?;
         // Partner nodes serve their contributions as they are now: none at an instant.
         visible.remote.clear();
-        let Some(when) = self.instant_in_history(&visible, at)? else {
+        let when = match from_history {
+            true => Some(self.instant_bound(&visible, at)?),
+            false => self.instant_in_history(&visible, at)?,
+        };
+        let Some(when) = when else {
             let parts = match own {
                 Some(parts) => parts,
                 None => self.parts(&visible, None, Description::Read)?,
@@ -223,6 +252,11 @@ impl Views {
         if instant(&visible.updated).is_some_and(|updated| at >= updated) {
             return Ok(None);
         }
+        self.instant_bound(visible, at).map(Some)
+    }
+
+    /// `at` as a bound `xsd:dateTime`; not found before the consignment's Create.
+    fn instant_bound(&self, visible: &Visible, at: DateTime<FixedOffset>) -> Result<Term> {
         if instant(&visible.created).is_none_or(|created| at < created) {
             return Err(Error::NotFound(format!(
                 "this consignment was not yet created at {}",
@@ -230,13 +264,11 @@ impl Views {
             )));
         }
         let utc = at.with_timezone(&Utc);
-        Ok(Some(
-            Literal::new_typed_literal(
-                utc.to_rfc3339_opts(SecondsFormat::AutoSi, true),
-                xsd("dateTime"),
-            )
-            .into(),
-        ))
+        Ok(Literal::new_typed_literal(
+            utc.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+            xsd("dateTime"),
+        )
+        .into())
     }
 
     /// The activity (as stored, with its object) of the revision current at `when`.

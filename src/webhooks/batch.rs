@@ -13,12 +13,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use oxigraph::model::{Literal, NamedNode, NamedOrBlankNode, Quad, Term};
+use oxigraph::model::{Literal, NamedNode, NamedNodeRef, NamedOrBlankNodeRef, Quad, Term, TermRef};
 use oxigraph::store::{StorageError, Transaction};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::queue::{self, Delivery, FullRef};
+use super::queue::{self, Delivery, FullRef, State};
 use crate::error::Result;
 use crate::vocab::{dsn, RDF_JSON};
 
@@ -61,22 +61,8 @@ pub struct Pending {
     /// The body with the `full` object in it, once read (the batch's otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub attempts: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_status: Option<u16>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_attempt: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivered_at: Option<String>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub resets: u32,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+    #[serde(flatten)]
+    pub state: State,
 }
 
 impl Pending {
@@ -87,12 +73,7 @@ impl Pending {
             n,
             full,
             body: None,
-            attempts: 0,
-            last_status: None,
-            last_error: None,
-            next_attempt: None,
-            delivered_at: None,
-            resets: 0,
+            state: State::default(),
         }
     }
 }
@@ -131,12 +112,7 @@ impl Batch {
             created: self.created.clone(),
             seq: self.seq,
             body: p.body.clone().unwrap_or_else(|| self.body.clone()),
-            attempts: p.attempts,
-            last_status: p.last_status,
-            last_error: p.last_error.clone(),
-            next_attempt: p.next_attempt.clone(),
-            delivered_at: p.delivered_at.clone(),
-            resets: p.resets,
+            state: p.state.clone(),
             full: p.full.clone(),
         }
     }
@@ -161,12 +137,7 @@ impl Batch {
         };
         p.body = (d.body != self.body).then(|| d.body.clone());
         p.full = d.full.clone();
-        p.attempts = d.attempts;
-        p.last_status = d.last_status;
-        p.last_error = d.last_error.clone();
-        p.next_attempt = d.next_attempt.clone();
-        p.delivered_at = d.delivered_at.clone();
-        p.resets = d.resets;
+        p.state = d.state.clone();
         true
     }
 }
@@ -194,83 +165,72 @@ fn parse(
     Ok(out)
 }
 
-fn batch_in(tx: &Transaction<'_>, id: &str) -> Result<Option<(Quad, Batch)>> {
-    let (n, p, g) = (node(id), dsn("deliveryBatch"), queue::graph());
-    let found = parse(tx.quads_for_pattern(
-        Some(n.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(g.as_ref().into()),
-    ))?;
+/// The store's latest commit or a transaction, as far as reading the deliveries' graph goes.
+pub trait Reads {
+    fn matching(
+        &self,
+        s: Option<NamedOrBlankNodeRef<'_>>,
+        p: NamedNodeRef<'_>,
+        o: Option<TermRef<'_>>,
+    ) -> Vec<std::result::Result<Quad, StorageError>>;
+}
+
+impl Reads for oxigraph::store::Store {
+    fn matching(
+        &self,
+        s: Option<NamedOrBlankNodeRef<'_>>,
+        p: NamedNodeRef<'_>,
+        o: Option<TermRef<'_>>,
+    ) -> Vec<std::result::Result<Quad, StorageError>> {
+        let g = queue::graph();
+        self.quads_for_pattern(s, Some(p), o, Some(g.as_ref().into()))
+            .collect()
+    }
+}
+
+impl Reads for Transaction<'_> {
+    fn matching(
+        &self,
+        s: Option<NamedOrBlankNodeRef<'_>>,
+        p: NamedNodeRef<'_>,
+        o: Option<TermRef<'_>>,
+    ) -> Vec<std::result::Result<Quad, StorageError>> {
+        let g = queue::graph();
+        self.quads_for_pattern(s, Some(p), o, Some(g.as_ref().into()))
+            .collect()
+    }
+}
+
+fn batch_at(r: &impl Reads, id: &str) -> Result<Option<(Quad, Batch)>> {
+    let (n, p) = (node(id), dsn("deliveryBatch"));
+    let found = parse(
+        r.matching(Some(n.as_ref().into()), p.as_ref(), None)
+            .into_iter(),
+    )?;
     Ok(found.into_iter().next())
 }
 
-fn batch_now(db: &oxigraph::store::Store, id: &str) -> Result<Option<Batch>> {
-    let (n, p, g) = (node(id), dsn("deliveryBatch"), queue::graph());
-    let found = parse(db.quads_for_pattern(
-        Some(n.as_ref().into()),
-        Some(p.as_ref()),
-        None,
-        Some(g.as_ref().into()),
-    ))?;
-    Ok(found.into_iter().next().map(|(_, b)| b))
-}
-
-/// Every batch, as the store's latest commit has it.
-pub fn all(db: &oxigraph::store::Store) -> Result<Vec<Batch>> {
-    let (p, g) = (dsn("deliveryBatch"), queue::graph());
-    let found = parse(db.quads_for_pattern(None, Some(p.as_ref()), None, Some(g.as_ref().into())))?;
+/// Every batch.
+pub fn all(r: &impl Reads) -> Result<Vec<Batch>> {
+    let found = parse(
+        r.matching(None, dsn("deliveryBatch").as_ref(), None)
+            .into_iter(),
+    )?;
     Ok(found.into_iter().map(|(_, b)| b).collect())
 }
 
-/// The batches that told organisation `org` of something, as the store's latest commit has
-/// them.
-pub fn told_to(db: &oxigraph::store::Store, org: &str) -> Result<Vec<Batch>> {
+/// The batches that told organisation `org` of something, with their quads.
+pub fn told_to(r: &impl Reads, org: &str) -> Result<Vec<(Quad, Batch)>> {
+    let index = told(org);
     let mut out = Vec::new();
-    for node in told_nodes(db.quads_for_pattern(
+    for q in r.matching(
         None,
-        Some(dsn("deliveryTo").as_ref()),
-        Some(told(org).as_ref().into()),
-        Some(queue::graph().as_ref().into()),
-    ))? {
-        let (p, g) = (dsn("deliveryBatch"), queue::graph());
-        let found = parse(db.quads_for_pattern(
-            Some(node.as_ref()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        ))?;
-        out.extend(found.into_iter().map(|(_, b)| b));
-    }
-    Ok(out)
-}
-
-/// The batches that told organisation `org` of something, as the transaction has them.
-pub fn told_to_in(tx: &Transaction<'_>, org: &str) -> Result<Vec<(Quad, Batch)>> {
-    let mut out = Vec::new();
-    for node in told_nodes(tx.quads_for_pattern(
-        None,
-        Some(dsn("deliveryTo").as_ref()),
-        Some(told(org).as_ref().into()),
-        Some(queue::graph().as_ref().into()),
-    ))? {
-        let (p, g) = (dsn("deliveryBatch"), queue::graph());
-        out.extend(parse(tx.quads_for_pattern(
-            Some(node.as_ref()),
-            Some(p.as_ref()),
-            None,
-            Some(g.as_ref().into()),
-        ))?);
-    }
-    Ok(out)
-}
-
-fn told_nodes(
-    quads: impl Iterator<Item = std::result::Result<Quad, StorageError>>,
-) -> Result<Vec<NamedOrBlankNode>> {
-    let mut out = Vec::new();
-    for q in quads {
-        out.push(q?.subject);
+        dsn("deliveryTo").as_ref(),
+        Some(index.as_ref().into()),
+    ) {
+        let node = q?.subject;
+        let found = r.matching(Some(node.as_ref()), dsn("deliveryBatch").as_ref(), None);
+        out.extend(parse(found.into_iter())?);
     }
     Ok(out)
 }
@@ -298,7 +258,7 @@ impl Recent {
         let b = match kept {
             Some(b) => b,
             None => {
-                let Some(b) = batch_now(db, batch)? else {
+                let Some((_, b)) = batch_at(db, batch)? else {
                     return Ok(None);
                 };
                 let b = Arc::new(b);
@@ -325,7 +285,7 @@ pub fn found_in(tx: &Transaction<'_>, id: &str) -> Result<Option<Delivery>> {
     let Some(batch) = batch_of(id) else {
         return Ok(None);
     };
-    Ok(batch_in(tx, batch)?.and_then(|(_, b)| b.find(id).map(|p| b.delivery(p))))
+    Ok(batch_at(tx, batch)?.and_then(|(_, b)| b.find(id).map(|p| b.delivery(p))))
 }
 
 /// Deliveries `ids` as the transaction has them (those it has not are left out), each batch
@@ -339,7 +299,7 @@ pub fn found_all_in(tx: &Transaction<'_>, ids: &[&str]) -> Result<HashMap<String
     }
     let mut out = HashMap::new();
     for (batch, ids) in by_batch {
-        let Some((_, b)) = batch_in(tx, batch)? else {
+        let Some((_, b)) = batch_at(tx, batch)? else {
             continue;
         };
         for id in ids {
@@ -362,7 +322,7 @@ pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<Vec<
     }
     let mut written = Vec::new();
     for (batch, ds) in by_batch {
-        let Some((old, mut b)) = batch_in(tx, batch)? else {
+        let Some((old, mut b)) = batch_at(tx, batch)? else {
             continue;
         };
         let mut changed = false;
@@ -385,7 +345,7 @@ pub fn retain_in(
     id: &str,
     keep: impl Fn(&Delivery) -> bool,
 ) -> Result<usize> {
-    let Some((old, mut b)) = batch_in(tx, id)? else {
+    let Some((old, mut b)) = batch_at(tx, id)? else {
         return Ok(0);
     };
     let before = b.to.len();
@@ -469,19 +429,19 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(found(&ids[1]).subscription, "s2");
-        assert_eq!(found(&ids[1]).attempts, 0);
+        assert_eq!(found(&ids[1]).state.attempts, 0);
 
         let (mut first, mut second) = (found(&ids[0]), found(&ids[1]));
-        first.attempts = 2;
+        first.state.attempts = 2;
         first.body = "{\"full\":1}".into();
-        second.delivered_at = Some("2026-11-28T00:00:01Z".into());
+        second.state.delivered_at = Some("2026-11-28T00:00:01Z".into());
         let written = store
             .write(|tx| put_all(tx, &[first.clone(), second.clone()]))
             .unwrap();
         assert_eq!(written, vec![b.id.clone()]);
         assert_eq!(found(&ids[0]), first);
         assert_eq!(found(&ids[1]), second);
-        assert_eq!(found(&ids[2]).attempts, 0);
+        assert_eq!(found(&ids[2]).state.attempts, 0);
         assert_eq!(found(&ids[2]).body, "{}");
         assert_eq!(all(store.db()).unwrap().len(), 1);
         assert_eq!(told_to(store.db(), "org:a").unwrap().len(), 1);
@@ -491,7 +451,7 @@ mod tests {
         // Nobody left: the batch goes with its index.
         store
             .write(|tx| {
-                let (old, mut left) = batch_in(tx, &b.id)?.unwrap();
+                let (old, mut left) = batch_at(tx, &b.id)?.unwrap();
                 left.to.clear();
                 rewrite(tx, &old, &left);
                 Ok(())

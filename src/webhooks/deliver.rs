@@ -224,7 +224,9 @@ impl Webhooks {
         for b in batch::all(self.store.db())? {
             out.extend(b.deliveries());
         }
-        out.retain(|d| d.delivered_at.is_none() && self.subscription(&d.subscription).is_some());
+        out.retain(|d| {
+            d.state.delivered_at.is_none() && self.subscription(&d.subscription).is_some()
+        });
         out.sort_by_key(|d| d.seq);
         Ok(out)
     }
@@ -241,7 +243,7 @@ impl Webhooks {
         let wanted = id.to_owned();
         let d = tokio::task::spawn_blocking(move || reading.delivery(&wanted)).await;
         let d = match d {
-            Ok(Ok(Some(d))) if d.delivered_at.is_none() => d,
+            Ok(Ok(Some(d))) if d.state.delivered_at.is_none() => d,
             Ok(Ok(_)) => return Outcome::Done,
             Ok(Err(e)) => return self.failed_internally(e.to_string()),
             Err(e) => return self.failed_internally(e.to_string()),
@@ -257,7 +259,7 @@ impl Webhooks {
             d
         };
         let answer = send::send(&self.client, &self.allow_http, &s, &d).await;
-        let resets = d.resets;
+        let resets = d.state.resets;
         if answer.delivered() && s.failures == 0 {
             let status = answer.status.unwrap_or(200);
             let mut done = self.delivered.lock().unwrap_or_else(|p| p.into_inner());
@@ -332,7 +334,8 @@ impl Webhooks {
             - chrono::Duration::from_std(self.settings.keep_delivered)
                 .unwrap_or(chrono::Duration::MAX);
         let delivered_before = |d: &Delivery| {
-            d.delivered_at
+            d.state
+                .delivered_at
                 .as_deref()
                 .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
                 .is_some_and(|at| at <= cutoff)
@@ -373,13 +376,13 @@ impl Webhooks {
                 // to what the one before left.
                 for (id, status, at, resets) in chunk {
                     let Some(d) = found.get_mut(id) else { continue };
-                    d.attempts += 1;
-                    d.last_status = Some(*status);
-                    d.last_error = None;
-                    d.next_attempt = None;
+                    d.state.attempts += 1;
+                    d.state.last_status = Some(*status);
+                    d.state.last_error = None;
+                    d.state.next_attempt = None;
                     // Asked for again since the attempt read it: still to be sent.
-                    if d.resets == *resets {
-                        d.delivered_at = Some(at.clone());
+                    if d.state.resets == *resets {
+                        d.state.delivered_at = Some(at.clone());
                     }
                 }
                 let changed: Vec<Delivery> = found.into_values().collect();
@@ -413,14 +416,14 @@ impl Webhooks {
             };
             let at = now();
             let failures = subscription.failures;
-            d.attempts += 1;
-            d.last_status = answer.status;
-            d.last_error = answer.error.clone();
+            d.state.attempts += 1;
+            d.state.last_status = answer.status;
+            d.state.last_error = answer.error.clone();
             let outcome = if answer.delivered() {
-                if d.resets == resets {
-                    d.delivered_at = Some(at.clone());
+                if d.state.resets == resets {
+                    d.state.delivered_at = Some(at.clone());
                 }
-                d.next_attempt = None;
+                d.state.next_attempt = None;
                 subscription.failures = 0;
                 Outcome::Done
             } else {
@@ -430,12 +433,12 @@ impl Webhooks {
                 if gone || subscription.failures >= self.settings.max_failures {
                     subscription.state = "disabled".into();
                     subscription.disabled_at = Some(at.clone());
-                    d.next_attempt = None;
+                    d.state.next_attempt = None;
                     Outcome::Paused
                 } else {
-                    let wait = self.backoff(d.attempts, answer.retry_after);
+                    let wait = self.backoff(d.state.attempts, answer.retry_after);
                     let next = chrono::Utc::now().timestamp_millis() + wait.as_millis() as i64;
-                    d.next_attempt = Some(format_millis(next));
+                    d.state.next_attempt = Some(format_millis(next));
                     Outcome::Retry(wait)
                 }
             };

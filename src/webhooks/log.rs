@@ -15,7 +15,7 @@ use crate::store::Store;
 /// Every delivery of subscription `s`, oldest first. Blocking.
 fn deliveries_of(store: &Store, s: &Subscription) -> Result<Vec<Delivery>> {
     let mut out = Vec::new();
-    for b in batch::told_to(store.db(), &s.organization)? {
+    for (_, b) in batch::told_to(store.db(), &s.organization)? {
         out.extend(b.deliveries().filter(|d| d.subscription == s.id));
     }
     out.sort_by_key(|d| d.seq);
@@ -124,9 +124,9 @@ impl Webhooks {
                 let Some(mut d) = found.remove(id) else {
                     continue;
                 };
-                d.delivered_at = None;
-                d.next_attempt = None;
-                d.resets += 1;
+                d.state.delivered_at = None;
+                d.state.next_attempt = None;
+                d.state.resets += 1;
                 again.push(d);
             }
             let written = batch::put_all(tx, &again)?;

@@ -316,7 +316,7 @@ impl Webhooks {
                 .ok_or_else(|| not_found(id))?;
             tx.remove(&old);
             // Its deliveries go with it: nothing is sent for it afterwards.
-            for (_, b) in batch::told_to_in(tx, org)? {
+            for (_, b) in batch::told_to(tx, org)? {
                 batch::retain_in(tx, &b.id, |d| d.subscription != id)?;
             }
             events.push(Committed::SubscriptionRemoved { id: id.to_owned() });

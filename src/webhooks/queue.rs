@@ -23,19 +23,27 @@ pub fn graph() -> NamedNode {
 /// One event for one subscription, and how its delivery went, as its batch holds it. `body`
 /// is fixed when queued, so every attempt (and a replay) sends the same bytes under the same
 /// id.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
     /// The `webhook-id`.
     pub id: String,
     pub subscription: String,
-    #[serde(rename = "type")]
     pub kind: String,
     pub created: String,
     /// Commit order across the node: deliveries of a subscription go out in this order.
     pub seq: u64,
     pub body: String,
-    #[serde(default)]
+    pub state: State,
+    /// For a subscription with `full`: the object its body is to carry, read as the subscriber
+    /// at the revision before the first attempt (then the body holds it and this goes).
+    pub full: Option<FullRef>,
+}
+
+/// How a delivery went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub attempts: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_status: Option<u16>,
@@ -49,10 +57,6 @@ pub struct Delivery {
     /// of them does not mark it delivered (the one asked for is still to be sent).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resets: u32,
-    /// For a subscription with `full`: the object its body is to carry, read as the subscriber
-    /// at the revision before the first attempt (then the body holds it and this goes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub full: Option<FullRef>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -76,9 +80,9 @@ impl Delivery {
     pub fn public(&self) -> Value {
         json!({
             "id": self.id, "type": self.kind, "created": self.created,
-            "attempts": self.attempts, "lastStatus": self.last_status,
-            "lastError": self.last_error, "nextAttempt": self.next_attempt,
-            "deliveredAt": self.delivered_at,
+            "attempts": self.state.attempts, "lastStatus": self.state.last_status,
+            "lastError": self.state.last_error, "nextAttempt": self.state.next_attempt,
+            "deliveredAt": self.state.delivered_at,
         })
     }
 }
