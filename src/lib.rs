@@ -237,7 +237,7 @@ fn full_object(node: &Node, full: &webhooks::FullRef) -> Option<serde_json::Valu
     let at = chrono::DateTime::parse_from_rfc3339(&full.at).ok()?;
     let read = node
         .views
-        .read_at_revision(&caller, consignment::Scope::All, &full.aig_id, at)
+        .read_at(&caller, consignment::Scope::All, &full.aig_id, at)
         .ok()?;
     // The node's ids of parts are the last segment of their IRIs, or the IRI itself.
     let names = |v: &serde_json::Value| {

@@ -177,8 +177,10 @@ impl Views {
 
     /// The consignment as it stood at `at` (`?at=`): the description of the revision then
     /// current, the events and documents added by then, each document at its revision then
-    /// current. Before the Create: not found. At or after the last change: the current read.
-    /// Blocking.
+    /// current. Before the Create: not found. Always from the history, also at or after the
+    /// last change: the reads of a request are not one snapshot, and a change committed
+    /// between finding the record and reading its parts would otherwise pass as the state at
+    /// `at`. Blocking.
     pub fn read_at(
         &self,
         caller: &Caller,
@@ -186,47 +188,10 @@ impl Views {
         id: &str,
         at: DateTime<FixedOffset>,
     ) -> Result<Read> {
-        self.read_at_with(caller, scope, id, at, false)
-    }
-
-    /// [`Views::read_at`] at the instant of a revision the caller was told of, always from the
-    /// history: a change committed since may not be in every index a read consults yet (the
-    /// in-memory models follow the sync), so "nothing changed since `at`" cannot be
-    /// concluded from them, and the current state could carry the later change.
-    pub fn read_at_revision(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        id: &str,
-        at: DateTime<FixedOffset>,
-    ) -> Result<Read> {
-        self.read_at_with(caller, scope, id, at, true)
-    }
-
-    fn read_at_with(
-        &self,
-        caller: &Caller,
-        scope: Scope,
-        id: &str,
-        at: DateTime<FixedOffset>,
-        from_history: bool,
-    ) -> Result<Read> {
         let mut visible = self.resolve(caller, scope, id)?;
-        // The bound of the history is what the caller may know of the last change.
-        let own = self.own_updated(&mut visible, Description::Read)?;
         // Partner nodes serve their contributions as they are now: none at an instant.
         visible.remote.clear();
-        let when = match from_history {
-            true => Some(self.instant_bound(&visible, at)?),
-            false => self.instant_in_history(&visible, at)?,
-        };
-        let Some(when) = when else {
-            let parts = match own {
-                Some(parts) => parts,
-                None => self.parts(&visible, None, Description::Read)?,
-            };
-            return Ok(Read { visible, parts });
-        };
+        let when = self.instant_in_history(&visible, at)?;
         let mut parts = self.parts(&visible, Some(&when), Description::Read)?;
         // As in the current read: the description only when the scope reads the publisher's.
         if visible.graphs.contains(&visible.graph) {
@@ -242,21 +207,12 @@ impl Views {
         Ok(Read { visible, parts })
     }
 
-    /// `at` as a bound `xsd:dateTime` when it falls inside the consignment's history; `None`
-    /// at or after its last change (the current state answers); not found before its Create.
+    /// `at` as a bound `xsd:dateTime`; not found before the consignment's Create.
     pub(super) fn instant_in_history(
         &self,
         visible: &Visible,
         at: DateTime<FixedOffset>,
-    ) -> Result<Option<Term>> {
-        if instant(&visible.updated).is_some_and(|updated| at >= updated) {
-            return Ok(None);
-        }
-        self.instant_bound(visible, at).map(Some)
-    }
-
-    /// `at` as a bound `xsd:dateTime`; not found before the consignment's Create.
-    fn instant_bound(&self, visible: &Visible, at: DateTime<FixedOffset>) -> Result<Term> {
+    ) -> Result<Term> {
         if instant(&visible.created).is_none_or(|created| at < created) {
             return Err(Error::NotFound(format!(
                 "this consignment was not yet created at {}",

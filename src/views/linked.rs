@@ -14,7 +14,7 @@ use chrono::{DateTime, FixedOffset};
 use oxigraph::io::{RdfFormat, RdfSerializer};
 use oxigraph::model::{GraphNameRef, Quad, Triple};
 
-use super::{Description, Views};
+use super::Views;
 use crate::auth::Caller;
 use crate::consignment::Scope;
 use crate::error::{Error, Result};
@@ -45,14 +45,9 @@ impl Views {
         format: Linked,
         at: Option<DateTime<FixedOffset>>,
     ) -> Result<Vec<u8>> {
-        let mut visible = self.resolve(caller, scope, id)?;
+        let visible = self.resolve(caller, scope, id)?;
         let when = match at {
-            Some(at) => {
-                // The bound of the history is what the caller may know of the last change.
-                self.own_updated(&mut visible, Description::Read)?;
-                self.instant_in_history(&visible, at)?
-                    .map(|when| (at, when))
-            }
+            Some(at) => Some((at, self.instant_in_history(&visible, at)?)),
             None => None,
         };
         let mut quads = Vec::new();
