@@ -175,31 +175,26 @@ pub trait Reads {
     ) -> Vec<std::result::Result<Quad, StorageError>>;
 }
 
-impl Reads for oxigraph::store::Store {
-    fn matching(
-        &self,
-        s: Option<NamedOrBlankNodeRef<'_>>,
-        p: NamedNodeRef<'_>,
-        o: Option<TermRef<'_>>,
-    ) -> Vec<std::result::Result<Quad, StorageError>> {
-        let g = queue::graph();
-        self.quads_for_pattern(s, Some(p), o, Some(g.as_ref().into()))
-            .collect()
-    }
+/// The same read on both: their `quads_for_pattern` share a signature, not a trait.
+macro_rules! reads {
+    ($t:ty) => {
+        impl Reads for $t {
+            fn matching(
+                &self,
+                s: Option<NamedOrBlankNodeRef<'_>>,
+                p: NamedNodeRef<'_>,
+                o: Option<TermRef<'_>>,
+            ) -> Vec<std::result::Result<Quad, StorageError>> {
+                let g = queue::graph();
+                self.quads_for_pattern(s, Some(p), o, Some(g.as_ref().into()))
+                    .collect()
+            }
+        }
+    };
 }
 
-impl Reads for Transaction<'_> {
-    fn matching(
-        &self,
-        s: Option<NamedOrBlankNodeRef<'_>>,
-        p: NamedNodeRef<'_>,
-        o: Option<TermRef<'_>>,
-    ) -> Vec<std::result::Result<Quad, StorageError>> {
-        let g = queue::graph();
-        self.quads_for_pattern(s, Some(p), o, Some(g.as_ref().into()))
-            .collect()
-    }
-}
+reads!(oxigraph::store::Store);
+reads!(Transaction<'_>);
 
 fn batch_at(r: &impl Reads, id: &str) -> Result<Option<(Quad, Batch)>> {
     let (n, p) = (node(id), dsn("deliveryBatch"));
