@@ -246,11 +246,7 @@ impl Recent {
         let Some(batch) = batch_of(id) else {
             return Ok(None);
         };
-        let kept = {
-            let recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            recent.iter().find(|b| b.id == batch).cloned()
-        };
-        let b = match kept {
+        let b = match self.kept(batch) {
             Some(b) => b,
             None => {
                 let Some((_, b)) = batch_at(db, batch)? else {
@@ -266,6 +262,18 @@ impl Recent {
             }
         };
         Ok(b.find(id).map(|p| b.delivery(p)))
+    }
+
+    /// Delivery `id` when its batch is kept (`None` when it is not): no store read, so no
+    /// blocking thread needed.
+    pub fn cached(&self, id: &str) -> Option<Option<Delivery>> {
+        let b = self.kept(batch_of(id)?)?;
+        Some(b.find(id).map(|p| b.delivery(p)))
+    }
+
+    fn kept(&self, batch: &str) -> Option<Arc<Batch>> {
+        let recent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        recent.iter().find(|b| b.id == batch).cloned()
     }
 
     /// Batches just written: read again next time.
@@ -457,6 +465,28 @@ mod tests {
             .quads_for_pattern(None, None, None, Some(queue::graph().as_ref().into()))
             .count();
         assert_eq!(left, 0);
+    }
+
+    /// The kept batches answer without the store until a write of theirs is forgotten.
+    #[test]
+    fn kept_batches_answer_until_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let b = batch(&["s1", "s2"]);
+        store
+            .write(|tx| {
+                tx.insert(&b.quad());
+                Ok(())
+            })
+            .unwrap();
+        let recent = Recent::default();
+        let id = b.delivery_id(1);
+        assert_eq!(recent.cached(&id), None);
+        let read = recent.found_now(store.db(), &id).unwrap();
+        assert_eq!(recent.cached(&id), Some(read));
+        assert_eq!(recent.cached(&b.delivery_id(7)), Some(None));
+        recent.forget(std::slice::from_ref(&b.id));
+        assert_eq!(recent.cached(&id), None);
     }
 
     #[test]
