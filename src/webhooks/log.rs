@@ -1,6 +1,6 @@
-//! A subscription's delivery log, and deliveries sent again: one by its id, or every one
-//! queued since an instant (a replay). Sent again under the same `webhook-id` and with the same
-//! body, so a receiver that has them already recognises them.
+//! A subscription's delivery log, kept `--webhook-log-days`, and deliveries sent again: one by
+//! its id, or every one queued since an instant (a replay). Sent again under the same
+//! `webhook-id` and with the same body, so a receiver that has them already recognises them.
 
 use serde_json::{json, Value};
 
@@ -99,6 +99,39 @@ impl Webhooks {
             chrono::DateTime::parse_from_rfc3339(&d.created).is_ok_and(|c| c >= since)
         })?;
         Ok(json!({"replayed": again.len()}))
+    }
+
+    /// Removes the deliveries delivered longer ago than the log keeps them; undelivered ones
+    /// stay whatever their age. Blocking.
+    pub fn prune(&self) -> Result<usize> {
+        let cutoff = chrono::Utc::now()
+            - chrono::Duration::from_std(self.settings.keep_delivered)
+                .unwrap_or(chrono::Duration::MAX);
+        let delivered_before = |d: &Delivery| {
+            d.state
+                .delivered_at
+                .as_deref()
+                .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+                .is_some_and(|at| at <= cutoff)
+        };
+        let old: Vec<String> = batch::all(self.store.db())?
+            .into_iter()
+            .filter(|b| b.deliveries().any(|d| delivered_before(&d)))
+            .map(|b| b.id)
+            .collect();
+        let mut gone = 0;
+        // In writes of a bounded size: a log of months holds many.
+        for ids in old.chunks(200) {
+            gone += self.store.write(|tx| {
+                let mut gone = 0;
+                for id in ids {
+                    gone += batch::retain_in(tx, id, |d| !delivered_before(d))?;
+                }
+                Ok(gone)
+            })?;
+            self.recent.forget(ids);
+        }
+        Ok(gone)
     }
 
     /// Marks the subscription's deliveries `which` picks as not delivered, in one write, and
