@@ -195,8 +195,8 @@ pub(super) fn remove_leftover_files(store_dir: &std::path::Path) -> Result<usize
 pub struct Noted {
     notes: Vec<Quad>,
     graphs: BTreeSet<NamedNode>,
-    /// (graph, subject)
-    subjects: BTreeSet<(NamedNode, NamedNode)>,
+    /// Subjects by graph.
+    subjects: BTreeMap<NamedNode, BTreeSet<NamedNode>>,
 }
 
 impl Noted {
@@ -231,11 +231,12 @@ impl Noted {
                 _ => {}
             }
         }
-        let subjects = by_note
-            .into_values()
-            .filter_map(|(g, subjects)| g.map(|g| (g, subjects)))
-            .flat_map(|(g, subjects)| subjects.into_iter().map(move |s| (g.clone(), s)))
-            .collect();
+        let mut subjects: BTreeMap<NamedNode, BTreeSet<NamedNode>> = BTreeMap::new();
+        for (g, listed) in by_note.into_values() {
+            if let Some(g) = g {
+                subjects.entry(g).or_default().extend(listed);
+            }
+        }
         Ok(Self {
             notes,
             graphs,
@@ -251,9 +252,10 @@ impl Noted {
         if self.graphs.contains(g) {
             return true;
         }
+        // Looked up by reference: a backup asks this of every quad of the store.
         match &quad.subject {
-            NamedOrBlankNode::NamedNode(s) if !self.subjects.is_empty() => {
-                self.subjects.contains(&(g.clone(), s.clone()))
+            NamedOrBlankNode::NamedNode(s) => {
+                self.subjects.get(g).is_some_and(|set| set.contains(s))
             }
             _ => false,
         }
@@ -274,8 +276,10 @@ pub fn clean_up(db: &oxigraph::store::Store) -> Result<usize> {
         tx.remove_named_graph(g.as_ref())?;
     }
     // Subjects in a graph that existed: only their quads go.
-    for (g, s) in &noted.subjects {
-        remove_all(&mut tx, Some(s), g)?;
+    for (g, listed) in &noted.subjects {
+        for s in listed {
+            remove_all(&mut tx, Some(s), g)?;
+        }
     }
     for n in &noted.notes {
         tx.remove(n);

@@ -117,8 +117,16 @@ impl Batch {
         }
     }
 
-    pub fn deliveries(&self) -> impl Iterator<Item = Delivery> + '_ {
-        self.to.iter().map(|p| self.delivery(p))
+    /// The deliveries whose places `keep` picks (each delivery built carries a copy of the
+    /// body, so the places are picked first).
+    pub fn deliveries<'a>(
+        &'a self,
+        keep: impl Fn(&Pending) -> bool + 'a,
+    ) -> impl Iterator<Item = Delivery> + 'a {
+        self.to
+            .iter()
+            .filter(move |p| keep(p))
+            .map(|p| self.delivery(p))
     }
 
     fn find(&self, id: &str) -> Option<&Pending> {
@@ -346,18 +354,13 @@ pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<Vec<
 pub fn retain_in(
     tx: &mut Transaction<'_>,
     id: &str,
-    keep: impl Fn(&Delivery) -> bool,
+    keep: impl Fn(&Pending) -> bool,
 ) -> Result<usize> {
     let Some((old, mut b)) = batch_at(tx, id)? else {
         return Ok(0);
     };
     let before = b.to.len();
-    let kept: Vec<Pending> =
-        b.to.iter()
-            .filter(|p| keep(&b.delivery(p)))
-            .cloned()
-            .collect();
-    b.to = kept;
+    b.to.retain(|p| keep(p));
     let gone = before - b.to.len();
     if gone > 0 {
         rewrite(tx, &old, &b);

@@ -222,11 +222,10 @@ impl Webhooks {
     fn pending(&self) -> Result<Vec<Delivery>> {
         let mut out: Vec<Delivery> = Vec::new();
         for b in batch::all(self.store.db())? {
-            out.extend(b.deliveries());
+            out.extend(b.deliveries(|p| {
+                p.state.delivered_at.is_none() && self.subscription(&p.subscription).is_some()
+            }));
         }
-        out.retain(|d| {
-            d.state.delivered_at.is_none() && self.subscription(&d.subscription).is_some()
-        });
         out.sort_by_key(|d| d.seq);
         Ok(out)
     }

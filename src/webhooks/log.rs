@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::batch;
+use super::batch::{self, Pending};
 use super::queue::Delivery;
 use super::{Subscription, Wake, Webhooks};
 use crate::consignment::cursor::Position;
@@ -16,7 +16,7 @@ use crate::store::Store;
 fn deliveries_of(store: &Store, s: &Subscription) -> Result<Vec<Delivery>> {
     let mut out = Vec::new();
     for (_, b) in batch::told_to(store.db(), &s.organization)? {
-        out.extend(b.deliveries().filter(|d| d.subscription == s.id));
+        out.extend(b.deliveries(|p| p.subscription == s.id));
     }
     out.sort_by_key(|d| d.seq);
     Ok(out)
@@ -107,8 +107,8 @@ impl Webhooks {
         let cutoff = chrono::Utc::now()
             - chrono::Duration::from_std(self.settings.keep_delivered)
                 .unwrap_or(chrono::Duration::MAX);
-        let delivered_before = |d: &Delivery| {
-            d.state
+        let delivered_before = |p: &Pending| {
+            p.state
                 .delivered_at
                 .as_deref()
                 .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
@@ -116,7 +116,7 @@ impl Webhooks {
         };
         let old: Vec<String> = batch::all(self.store.db())?
             .into_iter()
-            .filter(|b| b.deliveries().any(|d| delivered_before(&d)))
+            .filter(|b| b.to.iter().any(delivered_before))
             .map(|b| b.id)
             .collect();
         let mut gone = 0;
@@ -125,7 +125,7 @@ impl Webhooks {
             gone += self.store.write(|tx| {
                 let mut gone = 0;
                 for id in ids {
-                    gone += batch::retain_in(tx, id, |d| !delivered_before(d))?;
+                    gone += batch::retain_in(tx, id, |p| !delivered_before(p))?;
                 }
                 Ok(gone)
             })?;

@@ -317,7 +317,7 @@ impl Webhooks {
             tx.remove(&old);
             // Its deliveries go with it: nothing is sent for it afterwards.
             for (_, b) in batch::told_to(tx, org)? {
-                batch::retain_in(tx, &b.id, |d| d.subscription != id)?;
+                batch::retain_in(tx, &b.id, |p| p.subscription != id)?;
             }
             events.push(Committed::SubscriptionRemoved { id: id.to_owned() });
             Ok(())
