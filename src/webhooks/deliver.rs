@@ -342,24 +342,22 @@ impl Webhooks {
         // In writes of a bounded size: at a hundred subscriptions thousands succeed between
         // two batches, and this background work must not hold the writer lock for long.
         for chunk in done.chunks(RECORD_AT_ONCE) {
+            let mut by_batch: HashMap<&str, Vec<batch::Success>> = HashMap::new();
+            for (id, status, at, resets) in chunk {
+                let Some((b, n)) = batch::place_of(id) else {
+                    continue;
+                };
+                let success = batch::Success(n, *status, at.clone(), *resets);
+                by_batch.entry(b).or_default().push(success);
+            }
             let written = self.store.write(|tx| {
-                let ids: Vec<&str> = chunk.iter().map(|(id, ..)| id.as_str()).collect();
-                let mut found = batch::found_all_in(tx, &ids)?;
-                // One delivery may have succeeded twice (sent again meanwhile): each applies
-                // to what the one before left.
-                for (id, status, at, resets) in chunk {
-                    let Some(d) = found.get_mut(id) else { continue };
-                    d.state.attempts += 1;
-                    d.state.last_status = Some(*status);
-                    d.state.last_error = None;
-                    d.state.next_attempt = None;
-                    // Asked for again since the attempt read it: still to be sent.
-                    if d.state.resets == *resets {
-                        d.state.delivered_at = Some(at.clone());
+                let mut written = Vec::new();
+                for (b, done) in &by_batch {
+                    if batch::record_successes(tx, b, done)? {
+                        written.push((*b).to_owned());
                     }
                 }
-                let changed: Vec<Delivery> = found.into_values().collect();
-                batch::put_all(tx, &changed)
+                Ok(written)
             })?;
             self.recent.forget(&written);
         }

@@ -6,9 +6,15 @@
 //! does, and recording each success rewrote it again under the writer lock. So a change's
 //! event is one batch — the body once, and for each subscription told its place `n` (its
 //! `webhook-id` is `msg_<batch>_<n>`) and how its delivery went — plus one index quad per
-//! organisation told, by which a subscription's log finds its batches. Everything written of a
-//! delivery later (an attempt's outcome, a retry, a replay, a `full` body) rewrites its batch,
-//! each batch once per write however many of its deliveries changed.
+//! organisation told, by which a subscription's log finds its batches.
+//!
+//! Successes, by far the most frequent outcome, are added beside the batch: one small record
+//! ([`Success`]s) per batch per write of successes, which reads apply to the places. Rewriting
+//! the batch for them wrote its JSON again several times per event, and Oxigraph never deletes
+//! a string it stored: every version stayed on disk. Everything else written of a delivery (a
+//! failed attempt's outcome, a retry, a replay, a `full` body, pruning) rewrites its batch with
+//! the successes folded in and their records removed, each batch once per write however many
+//! of its deliveries changed.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -78,7 +84,28 @@ impl Pending {
     }
 }
 
+/// A delivery that succeeded: its place, the receiver's status, when, and its `resets` as the
+/// attempt read them (an attempt that began before a retry or replay leaves it to be sent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Success(pub usize, pub u16, pub String, pub u32);
+
 impl Batch {
+    /// Applies successes recorded beside the batch to its places, in the order written.
+    fn apply(&mut self, done: &[Success]) {
+        for Success(n, status, at, resets) in done {
+            let Some(p) = self.to.iter_mut().find(|p| p.n == *n) else {
+                continue;
+            };
+            p.state.attempts += 1;
+            p.state.last_status = Some(*status);
+            p.state.last_error = None;
+            p.state.next_attempt = None;
+            if p.state.resets == *resets {
+                p.state.delivered_at = Some(at.clone());
+            }
+        }
+    }
+
     pub fn delivery_id(&self, n: usize) -> String {
         format!("msg_{}_{n}", self.id)
     }
@@ -152,12 +179,19 @@ impl Batch {
 
 /// The batch delivery `id` is in.
 pub fn batch_of(id: &str) -> Option<&str> {
-    let rest = id.strip_prefix("msg_")?;
-    let (batch, n) = rest.split_once('_')?;
-    n.parse::<usize>().ok().map(|_| batch)
+    place_of(id).map(|(batch, _)| batch)
 }
 
+/// The batch delivery `id` is in, and its place there.
+pub fn place_of(id: &str) -> Option<(&str, usize)> {
+    let rest = id.strip_prefix("msg_")?;
+    let (batch, n) = rest.split_once('_')?;
+    n.parse::<usize>().ok().map(|n| (batch, n))
+}
+
+/// The batches of `quads`, each with the successes recorded beside it applied.
 fn parse(
+    r: &impl Reads,
     quads: impl Iterator<Item = std::result::Result<Quad, StorageError>>,
 ) -> Result<Vec<(Quad, Batch)>> {
     let mut out = Vec::new();
@@ -165,12 +199,32 @@ fn parse(
         let q = q?;
         if let Term::Literal(l) = &q.object {
             match serde_json::from_str::<Batch>(l.value()) {
-                Ok(b) => out.push((q, b)),
+                Ok(mut b) => {
+                    b.apply(&successes(r, q.subject.as_ref())?);
+                    out.push((q, b));
+                }
                 Err(e) => tracing::error!(error = %e, "an unreadable delivery batch skipped"),
             }
         }
     }
     Ok(out)
+}
+
+/// The successes recorded beside batch node `batch`, in the order they were written (each
+/// record's first success's time: records of one batch are written one at a time, under the
+/// writer lock).
+fn successes(r: &impl Reads, batch: NamedOrBlankNodeRef<'_>) -> Result<Vec<Success>> {
+    let mut records: Vec<Vec<Success>> = Vec::new();
+    for q in r.matching(Some(batch), dsn("delivered").as_ref(), None) {
+        if let Term::Literal(l) = &q?.object {
+            match serde_json::from_str::<Vec<Success>>(l.value()) {
+                Ok(done) => records.push(done),
+                Err(e) => tracing::error!(error = %e, "an unreadable delivery record skipped"),
+            }
+        }
+    }
+    records.sort_by(|a, b| a.first().map(|s| &s.2).cmp(&b.first().map(|s| &s.2)));
+    Ok(records.into_iter().flatten().collect())
 }
 
 /// The store's latest commit or a transaction, as far as reading the deliveries' graph goes.
@@ -207,6 +261,7 @@ reads!(Transaction<'_>);
 fn batch_at(r: &impl Reads, id: &str) -> Result<Option<(Quad, Batch)>> {
     let (n, p) = (node(id), dsn("deliveryBatch"));
     let found = parse(
+        r,
         r.matching(Some(n.as_ref().into()), p.as_ref(), None)
             .into_iter(),
     )?;
@@ -216,6 +271,7 @@ fn batch_at(r: &impl Reads, id: &str) -> Result<Option<(Quad, Batch)>> {
 /// Every batch.
 pub fn all(r: &impl Reads) -> Result<Vec<Batch>> {
     let found = parse(
+        r,
         r.matching(None, dsn("deliveryBatch").as_ref(), None)
             .into_iter(),
     )?;
@@ -233,7 +289,7 @@ pub fn told_to(r: &impl Reads, org: &str) -> Result<Vec<(Quad, Batch)>> {
     ) {
         let node = q?.subject;
         let found = r.matching(Some(node.as_ref()), dsn("deliveryBatch").as_ref(), None);
-        out.extend(parse(found.into_iter())?);
+        out.extend(parse(r, found.into_iter())?);
     }
     Ok(out)
 }
@@ -341,8 +397,7 @@ pub fn put_all(tx: &mut Transaction<'_>, deliveries: &[Delivery]) -> Result<Vec<
             changed |= b.set(d);
         }
         if changed {
-            tx.remove(&old);
-            tx.insert(&b.quad());
+            replace(tx, &old, &b);
             written.push(b.id);
         }
     }
@@ -374,9 +429,48 @@ pub fn rewrite(tx: &mut Transaction<'_>, old: &Quad, b: &Batch) {
     if b.to.is_empty() {
         remove(tx, &b.id);
     } else {
-        tx.remove(old);
-        tx.insert(&b.quad());
+        replace(tx, old, b);
     }
+}
+
+/// Stores `b` (read with its successes applied) in place of `old`, the successes' records
+/// going: they are in it now.
+fn replace(tx: &mut Transaction<'_>, old: &Quad, b: &Batch) {
+    let n = node(&b.id);
+    let recorded: Vec<Quad> = tx
+        .matching(Some(n.as_ref().into()), dsn("delivered").as_ref(), None)
+        .into_iter()
+        .filter_map(std::result::Result::ok)
+        .collect();
+    for q in &recorded {
+        tx.remove(q);
+    }
+    tx.remove(old);
+    tx.insert(&b.quad());
+}
+
+/// Records successes of batch `id`'s deliveries beside it, in one small record (none when
+/// the batch is gone: pruned, or its subscriptions deleted); whether it was recorded.
+pub fn record_successes(tx: &mut Transaction<'_>, id: &str, done: &[Success]) -> Result<bool> {
+    let n = node(id);
+    // The index quads exist while the batch does, and hold no string to read.
+    let exists = tx
+        .matching(Some(n.as_ref().into()), dsn("deliveryTo").as_ref(), None)
+        .into_iter()
+        .next()
+        .transpose()?
+        .is_some();
+    if !exists || done.is_empty() {
+        return Ok(false);
+    }
+    let json = serde_json::to_string(done).map_err(crate::error::Error::internal)?;
+    tx.insert(&Quad::new(
+        n,
+        dsn("delivered"),
+        Literal::new_typed_literal(json, NamedNode::new_unchecked(RDF_JSON)),
+        queue::graph(),
+    ));
+    Ok(true)
 }
 
 /// Removes batch `id` and its index quads.
@@ -392,112 +486,4 @@ pub fn remove(tx: &mut Transaction<'_>, id: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::Store;
-
-    fn batch(to: &[&str]) -> Batch {
-        Batch {
-            id: "0123456789abcdef0123456789abcdef".into(),
-            kind: "consignment.created".into(),
-            created: "2026-11-28T00:00:00Z".into(),
-            seq: 1,
-            body: "{}".into(),
-            to: to
-                .iter()
-                .enumerate()
-                .map(|(n, s)| Pending::queued(s, n, None))
-                .collect(),
-        }
-    }
-
-    /// What is written of deliveries lands in their places in the batch, each batch rewritten
-    /// once, and the log's index finds the batch by each organisation told.
-    #[test]
-    fn deliveries_written_stay_in_their_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let b = batch(&["s1", "s2", "s3"]);
-        store
-            .write(|tx| {
-                tx.insert(&b.quad());
-                b.index(&["org:a", "org:b"]).iter().for_each(|q| {
-                    tx.insert(q);
-                });
-                Ok(())
-            })
-            .unwrap();
-        let ids: Vec<String> = (0..3).map(|n| b.delivery_id(n)).collect();
-        let found = |id: &str| {
-            Recent::default()
-                .found_now(store.db(), id)
-                .unwrap()
-                .unwrap()
-        };
-        assert_eq!(found(&ids[1]).subscription, "s2");
-        assert_eq!(found(&ids[1]).state.attempts, 0);
-
-        let (mut first, mut second) = (found(&ids[0]), found(&ids[1]));
-        first.state.attempts = 2;
-        first.body = "{\"full\":1}".into();
-        second.state.delivered_at = Some("2026-11-28T00:00:01Z".into());
-        let written = store
-            .write(|tx| put_all(tx, &[first.clone(), second.clone()]))
-            .unwrap();
-        assert_eq!(written, vec![b.id.clone()]);
-        assert_eq!(found(&ids[0]), first);
-        assert_eq!(found(&ids[1]), second);
-        assert_eq!(found(&ids[2]).state.attempts, 0);
-        assert_eq!(found(&ids[2]).body, "{}");
-        assert_eq!(all(store.db()).unwrap().len(), 1);
-        assert_eq!(told_to(store.db(), "org:a").unwrap().len(), 1);
-        assert_eq!(told_to(store.db(), "org:b").unwrap().len(), 1);
-        assert!(told_to(store.db(), "org:c").unwrap().is_empty());
-
-        // Nobody left: the batch goes with its index.
-        store
-            .write(|tx| {
-                let (old, mut left) = batch_at(tx, &b.id)?.unwrap();
-                left.to.clear();
-                rewrite(tx, &old, &left);
-                Ok(())
-            })
-            .unwrap();
-        let left = store
-            .db()
-            .quads_for_pattern(None, None, None, Some(queue::graph().as_ref().into()))
-            .count();
-        assert_eq!(left, 0);
-    }
-
-    /// The kept batches answer without the store until a write of theirs is forgotten.
-    #[test]
-    fn kept_batches_answer_until_forgotten() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let b = batch(&["s1", "s2"]);
-        store
-            .write(|tx| {
-                tx.insert(&b.quad());
-                Ok(())
-            })
-            .unwrap();
-        let recent = Recent::default();
-        let id = b.delivery_id(1);
-        assert_eq!(recent.cached(&id), None);
-        let read = recent.found_now(store.db(), &id).unwrap();
-        assert_eq!(recent.cached(&id), Some(read));
-        assert_eq!(recent.cached(&b.delivery_id(7)), Some(None));
-        recent.forget(std::slice::from_ref(&b.id));
-        assert_eq!(recent.cached(&id), None);
-    }
-
-    #[test]
-    fn a_delivery_id_names_its_batch() {
-        let b = batch(&[]);
-        let id = b.delivery_id(17);
-        assert_eq!(batch_of(&id), Some(b.id.as_str()));
-        assert_eq!(batch_of("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"), None);
-        assert_eq!(batch_of("msg_abc_x"), None);
-    }
-}
+mod tests;
