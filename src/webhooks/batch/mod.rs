@@ -156,18 +156,24 @@ impl Batch {
             .map(|p| self.delivery(p))
     }
 
+    /// The place of delivery `id`, if it is one of this batch's (without formatting each
+    /// place's id: a hundred subscriptions' attempts look up a hundred places each).
+    fn place(&self, id: &str) -> Option<usize> {
+        let (batch, n) = place_of(id)?;
+        (batch == self.id).then_some(n)
+    }
+
     fn find(&self, id: &str) -> Option<&Pending> {
-        self.to.iter().find(|p| self.delivery_id(p.n) == id)
+        let n = self.place(id)?;
+        self.to.iter().find(|p| p.n == n)
     }
 
     /// Writes `d`'s state into its place; false when it has none here.
     fn set(&mut self, d: &Delivery) -> bool {
-        let prefix = format!("msg_{}_", self.id);
-        let Some(p) = self
-            .to
-            .iter_mut()
-            .find(|p| d.id == format!("{prefix}{}", p.n))
-        else {
+        let Some(n) = self.place(&d.id) else {
+            return false;
+        };
+        let Some(p) = self.to.iter_mut().find(|p| p.n == n) else {
             return false;
         };
         p.body = (d.body != self.body).then(|| d.body.clone());
