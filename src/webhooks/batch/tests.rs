@@ -16,6 +16,27 @@ fn batch(to: &[&str]) -> Batch {
     }
 }
 
+/// Stores batch `b` as the journal does, told to `orgs`.
+fn put(store: &Store, b: &Batch, orgs: &[&str]) {
+    store
+        .write(|tx| {
+            tx.insert(&b.quad());
+            b.index(orgs).iter().for_each(|q| {
+                tx.insert(q);
+            });
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The quads the deliveries' graph holds.
+fn quads_left(store: &Store) -> usize {
+    store
+        .db()
+        .quads_for_pattern(None, None, None, Some(queue::graph().as_ref().into()))
+        .count()
+}
+
 /// What is written of deliveries lands in their places in the batch, each batch rewritten
 /// once, and the log's index finds the batch by each organisation told.
 #[test]
@@ -23,15 +44,7 @@ fn deliveries_written_stay_in_their_batch() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let b = batch(&["s1", "s2", "s3"]);
-    store
-        .write(|tx| {
-            tx.insert(&b.quad());
-            b.index(&["org:a", "org:b"]).iter().for_each(|q| {
-                tx.insert(q);
-            });
-            Ok(())
-        })
-        .unwrap();
+    put(&store, &b, &["org:a", "org:b"]);
     let ids: Vec<String> = (0..3).map(|n| b.delivery_id(n)).collect();
     let found = |id: &str| {
         Recent::default()
@@ -68,11 +81,7 @@ fn deliveries_written_stay_in_their_batch() {
             Ok(())
         })
         .unwrap();
-    let left = store
-        .db()
-        .quads_for_pattern(None, None, None, Some(queue::graph().as_ref().into()))
-        .count();
-    assert_eq!(left, 0);
+    assert_eq!(quads_left(&store), 0);
 }
 
 /// The kept batches answer without the store until a write of theirs is forgotten.
@@ -107,15 +116,7 @@ fn successes_recorded_beside_the_batch() {
     let mut b = batch(&["s1", "s2", "s3"]);
     // The third was asked for again after its attempt read it.
     b.to[2].state.resets = 1;
-    store
-        .write(|tx| {
-            tx.insert(&b.quad());
-            b.index(&["org:a"]).iter().for_each(|q| {
-                tx.insert(q);
-            });
-            Ok(())
-        })
-        .unwrap();
+    put(&store, &b, &["org:a"]);
     let found = |n: usize| {
         Recent::default()
             .found_now(store.db(), &b.delivery_id(n))
@@ -159,11 +160,7 @@ fn successes_recorded_beside_the_batch() {
         })
         .unwrap();
     assert!(!record(vec![Success(0, 200, t("4"), 0)]).unwrap());
-    let left = store
-        .db()
-        .quads_for_pattern(None, None, None, Some(queue::graph().as_ref().into()))
-        .count();
-    assert_eq!(left, 0);
+    assert_eq!(quads_left(&store), 0);
 }
 
 #[test]
