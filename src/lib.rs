@@ -95,77 +95,7 @@ pub async fn run(
     let node = Arc::new(node);
     tracing::info!(%addr, "listening");
     scheduled_backups(&node);
-    let delivering = node.clone();
-    let outbox = tokio::spawn(async move {
-        let n = delivering.clone();
-        let result = delivering
-            .federation
-            .outbox
-            .deliver(
-                n.store.clone(),
-                |notice| {
-                    let n = n.clone();
-                    async move { n.federation.send(notice).await }
-                },
-                n.closing.subscribe(),
-            )
-            .await;
-        if let Err(e) = result {
-            tracing::error!(error = %e, "outbox delivery stopped");
-        }
-    });
-    let reads = Arc::downgrade(&node);
-    node.webhooks.read_full_with(Box::new(move |full| {
-        let node: Arc<Node> = reads.upgrade()?;
-        full_object(&node, full)
-    }));
-    let hooks = {
-        let (webhooks, closing) = (node.webhooks.clone(), node.closing.subscribe());
-        // Deliveries yield the CPU to callers: a hundred subscriptions make a hundred
-        // requests of each change.
-        background::spawn("webhooks", async move {
-            if let Err(e) = webhooks.deliver(closing).await {
-                tracing::error!(error = %e, "webhook delivery stopped");
-            }
-        })?
-    };
-    let negotiating = {
-        let (dsp, closing) = (node.dsp.clone(), node.closing.subscribe());
-        tokio::spawn(async move {
-            if let Err(e) = dsp.deliver(closing).await {
-                tracing::error!(error = %e, "DSP message delivery stopped");
-            }
-        })
-    };
-    let replicating = node.replica.clone().map(|replica| {
-        let closing = node.closing.subscribe();
-        tokio::spawn(replica.run(closing))
-    });
-    let flushing = node.clone();
-    let mut closed = node.closing.subscribe();
-    let flusher = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = closed.changed() => return,
-            }
-            let (store, accounts) = (flushing.store.clone(), flushing.accounts.clone());
-            // A flush writes the memtables out as files: disk work, off the async threads. The
-            // keys' last uses (to the minute) are stored here too, never by a request.
-            let work = move || {
-                if let Err(e) = accounts.save_last_used() {
-                    tracing::error!(error = %e, "storing the API keys' last use failed");
-                }
-                store.flush_if_due()
-            };
-            match tokio::task::spawn_blocking(work).await {
-                Ok(Err(e)) => tracing::error!(error = %e, "store flush failed"),
-                Err(e) => tracing::error!(error = %e, "store flush task failed"),
-                Ok(Ok(_)) => {}
-            }
-        }
-    });
+    let tasks = Background::start(&node)?;
     let closing = node.clone();
     let shutdown = async move {
         shutdown.await;
@@ -179,20 +109,118 @@ pub async fn run(
         read_timeout: std::time::Duration::from_secs(node.config.read_timeout_secs),
     };
     http::serve::serve(listener, http::router(node.clone()), limits, shutdown).await;
-    // The delivery task ends on the closing signal; what it had not sent stays in the store.
-    let _ = outbox.await;
-    let _ = hooks.await;
-    let _ = negotiating.await;
-    let _ = flusher.await;
-    if let Some(task) = replicating {
-        // Unshipped entries stay in the store's log for the next start.
-        let _ = task.await;
-    }
+    tasks.ended().await;
     let closing = node.clone();
     // Sealing, flushing and writing the models snapshot is disk work.
     tokio::task::spawn_blocking(move || closing.close()).await??;
     tracing::info!("stopped; store flushed, models saved");
     Ok(())
+}
+
+/// The node's own tasks beside the requests: each ends on the closing signal.
+struct Background {
+    outbox: tokio::task::JoinHandle<()>,
+    hooks: tokio::task::JoinHandle<()>,
+    negotiating: tokio::task::JoinHandle<()>,
+    flusher: tokio::task::JoinHandle<()>,
+    replicating: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Background {
+    fn start(node: &Arc<Node>) -> Result<Self> {
+        let reads = Arc::downgrade(node);
+        node.webhooks.read_full_with(Box::new(move |full| {
+            let node: Arc<Node> = reads.upgrade()?;
+            full_object(&node, full)
+        }));
+        let hooks = {
+            let (webhooks, closing) = (node.webhooks.clone(), node.closing.subscribe());
+            // Deliveries yield the CPU to callers: a hundred subscriptions make a hundred
+            // requests of each change.
+            background::spawn("webhooks", async move {
+                if let Err(e) = webhooks.deliver(closing).await {
+                    tracing::error!(error = %e, "webhook delivery stopped");
+                }
+            })?
+        };
+        let negotiating = {
+            let (dsp, closing) = (node.dsp.clone(), node.closing.subscribe());
+            tokio::spawn(async move {
+                if let Err(e) = dsp.deliver(closing).await {
+                    tracing::error!(error = %e, "DSP message delivery stopped");
+                }
+            })
+        };
+        let replicating = node.replica.clone().map(|replica| {
+            let closing = node.closing.subscribe();
+            tokio::spawn(replica.run(closing))
+        });
+        Ok(Self {
+            outbox: tokio::spawn(deliver_outbox(node.clone())),
+            hooks,
+            negotiating,
+            flusher: tokio::spawn(flush_periodically(node.clone(), node.closing.subscribe())),
+            replicating,
+        })
+    }
+
+    /// Waits for every task to end. What the delivery tasks had not sent stays in the store,
+    /// as do the replica log's unshipped entries, for the next start.
+    async fn ended(self) {
+        let _ = self.outbox.await;
+        let _ = self.hooks.await;
+        let _ = self.negotiating.await;
+        let _ = self.flusher.await;
+        if let Some(task) = self.replicating {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Sends the federation outbox's notices until the node closes.
+async fn deliver_outbox(node: Arc<Node>) {
+    let n = node.clone();
+    let result = node
+        .federation
+        .outbox
+        .deliver(
+            n.store.clone(),
+            |notice| {
+                let n = n.clone();
+                async move { n.federation.send(notice).await }
+            },
+            n.closing.subscribe(),
+        )
+        .await;
+    if let Err(e) = result {
+        tracing::error!(error = %e, "outbox delivery stopped");
+    }
+}
+
+/// Every 2 s until the node closes: the store's memtables flushed when due, and the API keys'
+/// last uses stored.
+async fn flush_periodically(node: Arc<Node>, mut closed: tokio::sync::watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = closed.changed() => return,
+        }
+        let (store, accounts) = (node.store.clone(), node.accounts.clone());
+        // A flush writes the memtables out as files: disk work, off the async threads. The
+        // keys' last uses (to the minute) are stored here too, never by a request.
+        let work = move || {
+            if let Err(e) = accounts.save_last_used() {
+                tracing::error!(error = %e, "storing the API keys' last use failed");
+            }
+            store.flush_if_due()
+        };
+        match tokio::task::spawn_blocking(work).await {
+            Ok(Err(e)) => tracing::error!(error = %e, "store flush failed"),
+            Err(e) => tracing::error!(error = %e, "store flush task failed"),
+            Ok(Ok(_)) => {}
+        }
+    }
 }
 
 /// `--backup-every`: a backup each period, the oldest beyond `--backup-keep` removed after it;

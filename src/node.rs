@@ -116,23 +116,7 @@ impl Node {
         store.register(&listing);
         store.register(&sharing);
         store.register(&federation.outbox);
-        let webhooks = Arc::new(crate::webhooks::Webhooks::open(
-            store.clone(),
-            &config.webhook_allow_http,
-            crate::webhooks::Settings {
-                retry_base: std::time::Duration::from_millis(config.webhook_retry_base_ms.max(1)),
-                max_failures: config.webhook_max_failures.max(1),
-                timeout: std::time::Duration::from_secs(config.webhook_timeout_secs.max(1)),
-                keep_delivered: std::time::Duration::from_secs(
-                    config.webhook_log_days.saturating_mul(86_400),
-                ),
-            },
-            &cursor_key,
-        )?);
-        store.register(&webhooks);
-        store.journal(&webhooks);
-        // Before serving: the log a caller reads right after the start is already pruned.
-        webhooks.prune()?;
+        let webhooks = webhooks_of(&config, &store, &cursor_key)?;
         let views = Views::new(
             store.clone(),
             queries.clone(),
@@ -397,6 +381,32 @@ fn federation_of(
         )?
         .remember_tokens_in(&config.data_dir.join("seen-node-tokens"))?,
     ))
+}
+
+/// The webhook subscriptions and deliveries, following the commits and queueing in them; the
+/// log pruned before serving, so that a caller reading it right after the start finds it so.
+fn webhooks_of(
+    config: &Config,
+    store: &Arc<Store>,
+    cursor_key: &[u8],
+) -> Result<Arc<crate::webhooks::Webhooks>> {
+    let days = std::time::Duration::from_secs(config.webhook_log_days.saturating_mul(86_400));
+    let settings = crate::webhooks::Settings {
+        retry_base: std::time::Duration::from_millis(config.webhook_retry_base_ms.max(1)),
+        max_failures: config.webhook_max_failures.max(1),
+        timeout: std::time::Duration::from_secs(config.webhook_timeout_secs.max(1)),
+        keep_delivered: days,
+    };
+    let webhooks = Arc::new(crate::webhooks::Webhooks::open(
+        store.clone(),
+        &config.webhook_allow_http,
+        settings,
+        cursor_key,
+    )?);
+    store.register(&webhooks);
+    store.journal(&webhooks);
+    webhooks.prune()?;
+    Ok(webhooks)
 }
 
 /// The store and the node's queries.
