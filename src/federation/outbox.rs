@@ -258,41 +258,7 @@ impl Outbox {
             self.waiting.store(waiting.len(), Ordering::Relaxed);
             let now = Instant::now();
             if let Some((to, id)) = waiting.take_due(now) {
-                let reading = store.clone();
-                let wanted = id.clone();
-                let notice =
-                    tokio::task::spawn_blocking(move || Self::stored(&reading, &wanted)).await??;
-                let Some(notice) = notice else {
-                    waiting.done(Instant::now(), &to);
-                    continue;
-                };
-                match send(notice.clone()).await {
-                    Delivery::Done => {
-                        let store = store.clone();
-                        let done = notice.clone();
-                        tokio::task::spawn_blocking(move || Self::remove(&store, &done)).await??;
-                        tracing::info!(notice = notice.id, to = notice.to, "notice delivered");
-                        waiting.done(Instant::now(), &to);
-                    }
-                    Delivery::Refused(why) => {
-                        self.failures.fetch_add(1, Ordering::Relaxed);
-                        tracing::error!(
-                            notice = notice.id,
-                            to = notice.to,
-                            why,
-                            "notice refused by the receiving node; dropped"
-                        );
-                        let store = store.clone();
-                        tokio::task::spawn_blocking(move || Self::remove(&store, &notice))
-                            .await??;
-                        waiting.done(Instant::now(), &to);
-                    }
-                    Delivery::Retry(why) => {
-                        self.failures.fetch_add(1, Ordering::Relaxed);
-                        let (backoff, behind) = waiting.retry(Instant::now(), &to);
-                        tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, waiting_behind = behind, "notice not delivered");
-                    }
-                }
+                self.attempt(&store, &send, &mut waiting, to, id).await?;
                 continue;
             }
             let sleep = waiting.next_at().map_or(Duration::from_secs(3600), |at| {
@@ -307,6 +273,55 @@ impl Outbox {
                 _ = closing.changed() => return Ok(()),
             }
         }
+    }
+
+    /// One attempt at notice `id` to `to`, its outcome applied: removed when delivered or
+    /// refused, tried again later otherwise.
+    async fn attempt<F, Fut>(
+        &self,
+        store: &Arc<Store>,
+        send: &F,
+        waiting: &mut Waiting,
+        to: String,
+        id: String,
+    ) -> Result<()>
+    where
+        F: Fn(Notice) -> Fut,
+        Fut: std::future::Future<Output = Delivery>,
+    {
+        let reading = store.clone();
+        let notice = tokio::task::spawn_blocking(move || Self::stored(&reading, &id)).await??;
+        let Some(notice) = notice else {
+            waiting.done(Instant::now(), &to);
+            return Ok(());
+        };
+        match send(notice.clone()).await {
+            Delivery::Done => {
+                let store = store.clone();
+                let done = notice.clone();
+                tokio::task::spawn_blocking(move || Self::remove(&store, &done)).await??;
+                tracing::info!(notice = notice.id, to = notice.to, "notice delivered");
+                waiting.done(Instant::now(), &to);
+            }
+            Delivery::Refused(why) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    notice = notice.id,
+                    to = notice.to,
+                    why,
+                    "notice refused by the receiving node; dropped"
+                );
+                let store = store.clone();
+                tokio::task::spawn_blocking(move || Self::remove(&store, &notice)).await??;
+                waiting.done(Instant::now(), &to);
+            }
+            Delivery::Retry(why) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                let (backoff, behind) = waiting.retry(Instant::now(), &to);
+                tracing::warn!(notice = notice.id, to = notice.to, why, retry_in = ?backoff, waiting_behind = behind, "notice not delivered");
+            }
+        }
+        Ok(())
     }
 }
 

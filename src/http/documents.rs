@@ -23,26 +23,24 @@ use crate::node::Node;
 const NO_LONGER_VALID: &str =
     "this download link is no longer valid; read the document again for a new one";
 
-pub async fn blob(
-    State(node): State<Arc<Node>>,
-    PathParams(hex): PathParams<String>,
-    QueryParams(params): QueryParams<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Result<Response> {
+/// Whether the download link in `params` opens blob `hex`: signed by the node, not expired,
+/// and its organisation may still read a document with these bytes (a grant revoked since
+/// ends it at once).
+async fn link_opens(node: &Arc<Node>, hex: &str, params: &HashMap<String, String>) -> Result<()> {
     let param = |k: &str| params.get(k).map(String::as_str);
     let granted = node
         .documents
         .links()
         .verify(
-            &hex,
+            hex,
             param("type"),
             param("expires"),
             param("org"),
             param("signature"),
         )
         .map_err(|refused| Error::Forbidden(refused.message().into()))?;
-    let (reading, blob) = (node.clone(), hex.clone());
-    let shared = super::reads::org_share(&node, &granted.org);
+    let (reading, blob) = (node.clone(), hex.to_owned());
+    let shared = super::reads::org_share(node, &granted.org);
     if !blocking(shared, move || {
         reading.views.may_download(&granted.org, &blob)
     })
@@ -51,6 +49,31 @@ pub async fn blob(
         // As an expired link: the holder learns nothing of why (a grant revoked, say).
         return Err(Error::Forbidden(NO_LONGER_VALID.into()));
     }
+    Ok(())
+}
+
+/// The `Range` asked for, if any and if `If-Range` (when sent) names this version.
+fn wanted_range(headers: &HeaderMap, etag: &str, len: u64) -> Option<Range> {
+    headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| {
+            // A range of another version would splice two contents: If-Range must match.
+            headers
+                .get(header::IF_RANGE)
+                .is_none_or(|v| v.as_bytes() == etag.as_bytes())
+        })
+        .map(|v| parse_range(v, len))
+}
+
+pub async fn blob(
+    State(node): State<Arc<Node>>,
+    PathParams(hex): PathParams<String>,
+    QueryParams(params): QueryParams<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    link_opens(&node, &hex, &params).await?;
+    let param = |k: &str| params.get(k).map(String::as_str);
     let path = node
         .documents
         .blobs()
@@ -81,17 +104,7 @@ pub async fn blob(
             .body(Body::empty())
             .map_err(Error::internal);
     }
-    let range = headers
-        .get(header::RANGE)
-        .and_then(|v| v.to_str().ok())
-        .filter(|_| {
-            // A range of another version would splice two contents: If-Range must match.
-            headers
-                .get(header::IF_RANGE)
-                .is_none_or(|v| v.as_bytes() == etag.as_bytes())
-        })
-        .map(|v| parse_range(v, len));
-    let (status, start, count) = match range {
+    let (status, start, count) = match wanted_range(&headers, &etag, len) {
         None | Some(Range::Ignored) => (StatusCode::OK, 0, len),
         Some(Range::Unsatisfiable) => {
             return response

@@ -125,69 +125,80 @@ fn read_as_sent(activity: &Activity, index: &Index<'_>, roots: &Roots, out: &mut
         ],
         Kind::Add => vec![("target.globalId", activity.target(), target.as_ref())],
     };
-    for (path, holder, subject) in keys {
-        let name = path.rsplit('.').next().unwrap_or(path);
-        let sent = holder.and_then(|h| h.get(name));
-        let values = subject.map_or_else(Vec::new, |s| index.values(s, &crate::vocab::unece(name)));
-        let expanded = !values.is_empty();
-        let text = crate::consignment::ports::string_value(sent);
-        // The value read must be the one the description holds: under a context that does not
-        // define the key (a target without the D23B context) the key is dropped, and a value
-        // under the full IRI would be the one stored.
-        if let Some(text) = text.filter(|_| expanded) {
-            let held = values
-                .iter()
-                .any(|v| matches!(v, Term::Literal(l) if l.value() == text));
-            if !held {
-                out.push(Failure {
-                    path: path.into(),
-                    constraint: "string or value object".into(),
-                    value: sent.map(Value::to_string),
-                    message: format!(
-                        "{path} is not the value the description holds under {name:?}: send it \
-                         once, under the key {name:?}, with the D23B context"
-                    ),
-                });
-            }
-        }
-        // A new consignment's ids may not take the form of the node's: that text names the
-        // record the node minted it for, and nothing else (`graphs::is_aig_id`), so a
-        // consignment under it could never be found by it, nor kept unique by it. (An Update's
-        // is refused by `apply::update`, after the look-up that finds its consignment.)
-        if activity.kind == Kind::Create && text.is_some_and(graphs::is_aig_id) {
-            out.push(not_an_aig_id(
-                path,
-                sent.map(Value::to_string).unwrap_or_default(),
-            ));
-        }
-        // A document sent without an identifier is read by its node's IRI: no other document
-        // may take that id.
-        if document
-            && path == "object.identifier"
-            && text.is_some_and(|t| t.starts_with(graphs::MINTED_PREFIX))
-        {
-            out.push(Failure {
-                path: path.into(),
-                constraint: "not a node id".into(),
-                value: sent.map(Value::to_string),
-                message: format!(
-                    "{path} may not start with {}: the node names its own resources so",
-                    graphs::MINTED_PREFIX
-                ),
-            });
-        }
-        let readable = sent.is_some_and(activity::is_string_or_value_object);
-        if (sent.is_some() || expanded) && !readable {
+    for key in keys {
+        key_read_as_sent(activity, index, document, key, out);
+    }
+}
+
+/// One id of [`read_as_sent`]: `path` as sent in `holder`, read from `subject`.
+fn key_read_as_sent(
+    activity: &Activity,
+    index: &Index<'_>,
+    document: bool,
+    (path, holder, subject): ReadKey<'_>,
+    out: &mut Vec<Failure>,
+) {
+    let name = path.rsplit('.').next().unwrap_or(path);
+    let sent = holder.and_then(|h| h.get(name));
+    let values = subject.map_or_else(Vec::new, |s| index.values(s, &crate::vocab::unece(name)));
+    let expanded = !values.is_empty();
+    let text = crate::consignment::ports::string_value(sent);
+    // The value read must be the one the description holds: under a context that does not
+    // define the key (a target without the D23B context) the key is dropped, and a value
+    // under the full IRI would be the one stored.
+    if let Some(text) = text.filter(|_| expanded) {
+        let held = values
+            .iter()
+            .any(|v| matches!(v, Term::Literal(l) if l.value() == text));
+        if !held {
             out.push(Failure {
                 path: path.into(),
                 constraint: "string or value object".into(),
                 value: sent.map(Value::to_string),
                 message: format!(
-                    "{path} must be sent under the key {name:?}, as a JSON string or a JSON-LD \
-                     value object with a string @value"
+                    "{path} is not the value the description holds under {name:?}: send it \
+                     once, under the key {name:?}, with the D23B context"
                 ),
             });
         }
+    }
+    // A new consignment's ids may not take the form of the node's: that text names the
+    // record the node minted it for, and nothing else (`graphs::is_aig_id`), so a
+    // consignment under it could never be found by it, nor kept unique by it. (An Update's
+    // is refused by `apply::update`, after the look-up that finds its consignment.)
+    if activity.kind == Kind::Create && text.is_some_and(graphs::is_aig_id) {
+        out.push(not_an_aig_id(
+            path,
+            sent.map(Value::to_string).unwrap_or_default(),
+        ));
+    }
+    // A document sent without an identifier is read by its node's IRI: no other document
+    // may take that id.
+    if document
+        && path == "object.identifier"
+        && text.is_some_and(|t| t.starts_with(graphs::MINTED_PREFIX))
+    {
+        out.push(Failure {
+            path: path.into(),
+            constraint: "not a node id".into(),
+            value: sent.map(Value::to_string),
+            message: format!(
+                "{path} may not start with {}: the node names its own resources so",
+                graphs::MINTED_PREFIX
+            ),
+        });
+    }
+    let readable = sent.is_some_and(activity::is_string_or_value_object);
+    if (sent.is_some() || expanded) && !readable {
+        out.push(Failure {
+            path: path.into(),
+            constraint: "string or value object".into(),
+            value: sent.map(Value::to_string),
+            message: format!(
+                "{path} must be sent under the key {name:?}, as a JSON string or a JSON-LD \
+                 value object with a string @value"
+            ),
+        });
     }
 }
 
