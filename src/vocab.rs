@@ -1,6 +1,6 @@
 //! IRIs of the node's own vocabulary and of the external vocabularies it writes.
 
-use oxigraph::model::{NamedNode, Triple};
+use oxigraph::model::{Literal, NamedNode, Triple};
 
 /// Namespace of the node's own terms (account records, derived summary facts, system events),
 /// each defined in `vocab/dataspace-node.ttl`.
@@ -38,6 +38,11 @@ pub fn xsd(local: &str) -> NamedNode {
 
 /// Datatype of the JSON payloads the node keeps as literals.
 pub const RDF_JSON: &str = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON";
+
+/// `text` as an `rdf:JSON` literal: how the node stores its records' JSON.
+pub fn json_literal(text: impl Into<String>) -> Literal {
+    Literal::new_typed_literal(text, NamedNode::new_unchecked(RDF_JSON))
+}
 
 /// The node's vocabulary as published: `vocab/dataspace-node.ttl`, served at `GET /ns`.
 pub const VOCABULARY_TURTLE: &str = include_str!("../vocab/dataspace-node.ttl");

@@ -10,14 +10,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::{json, Value};
 
 use crate::consignment::Page;
 use crate::error::{Error, Result};
 use crate::store::{graphs, Committed, Events, ReadModel, Store};
-use crate::vocab::{dsn, RDF_JSON};
+use crate::vocab::{dsn, json_literal};
 
 const PREFIX: &str = "urn:dataspace-node:audit:";
 
@@ -122,7 +122,7 @@ impl Audit {
         tx.insert(&Quad::new(
             node(seq),
             dsn("audit"),
-            Literal::new_typed_literal(entry.to_string(), NamedNode::new_unchecked(RDF_JSON)),
+            json_literal(entry.to_string()),
             GraphName::NamedNode(graphs::audit()),
         ));
         events.push(Committed::Audited {

@@ -14,7 +14,7 @@ use super::Content;
 use crate::error::{Error, Result};
 use crate::rdf::literal;
 use crate::store::{graphs, Queries, Query};
-use crate::vocab::{dsn, xsd, RDF_JSON};
+use crate::vocab::{dsn, json_literal, xsd};
 
 /// One revision of a document, as recorded at intake.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -240,7 +240,7 @@ fn described(new: &New<'_>, revision: &Revision, out: &mut Facts) {
     );
     out.add(new.node, dsn("addedBy"), NamedNode::new_unchecked(new.user));
     let json = serde_json::to_value(revision).unwrap_or(Value::Null);
-    let json = Literal::new_typed_literal(json.to_string(), NamedNode::new_unchecked(RDF_JSON));
+    let json = json_literal(json.to_string());
     out.add(new.node, dsn("documentJson"), json);
 }
 

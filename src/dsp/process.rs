@@ -3,7 +3,7 @@
 //! change, with the message still to send to the consumer — so a restart continues where it
 //! was, and a message is sent only after the change that calls for it committed.
 
-use oxigraph::model::{Literal, NamedNode, NamedOrBlankNode, Term};
+use oxigraph::model::{NamedNode, NamedOrBlankNode, Term};
 use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,7 +13,7 @@ use super::{Dsp, CONTEXT};
 use crate::consignment::now;
 use crate::error::{Error, Result};
 use crate::store::{graphs, replace_value, Committed, Events, Store};
-use crate::vocab::{dsn, RDF_JSON};
+use crate::vocab::{dsn, json_literal};
 
 const PREFIX: &str = "urn:dataspace-node:dsp:";
 
@@ -139,7 +139,7 @@ impl Process {
             .ok_or_else(|| Error::internal("a process without a uuid"))?
             .to_owned();
         let json = serde_json::to_string(self).map_err(Error::internal)?;
-        let state = Literal::new_typed_literal(json, NamedNode::new_unchecked(RDF_JSON));
+        let state = json_literal(json);
         replace_value(tx, &node(&uuid), &dsn("dspProcess"), state, &graphs::dsp())?;
         if self.outgoing.is_some() {
             events.push(Committed::DspQueued {

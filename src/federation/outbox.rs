@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::store::{Committed, Events, ReadModel, Store};
-use crate::vocab::{dsn, RDF_JSON};
+use crate::vocab::{dsn, json_literal};
 
 /// First retry after this; doubled per failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -62,10 +62,7 @@ impl Notice {
         Quad::new(
             NamedNode::new_unchecked(&self.id),
             dsn("outboxNotice"),
-            Literal::new_typed_literal(
-                serde_json::to_string(self).unwrap_or_default(),
-                NamedNode::new_unchecked(RDF_JSON),
-            ),
+            json_literal(serde_json::to_string(self).unwrap_or_default()),
             graph(),
         )
     }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::store::{graphs, records, Committed, Events, Journal, Store};
-use crate::vocab::{dsn, xsd, RDF_JSON};
+use crate::vocab::{dsn, json_literal, xsd};
 
 fn graph() -> NamedNode {
     NamedNode::new_unchecked("urn:dataspace-node:system:replication")
@@ -69,10 +69,7 @@ impl Entry {
         Quad::new(
             NamedNode::new_unchecked(format!("{ENTRY}{}", self.seq)),
             dsn("replicates"),
-            Literal::new_typed_literal(
-                serde_json::to_string(self).unwrap_or_default(),
-                NamedNode::new_unchecked(RDF_JSON),
-            ),
+            json_literal(serde_json::to_string(self).unwrap_or_default()),
             graph(),
         )
     }

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, RwLock};
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -129,10 +129,7 @@ impl Notifications {
         tx.insert(&Quad::new(
             node(seq),
             dsn("notice"),
-            Literal::new_typed_literal(
-                json.to_string(),
-                NamedNode::new_unchecked(crate::vocab::RDF_JSON),
-            ),
+            crate::vocab::json_literal(json.to_string()),
             GraphName::NamedNode(graphs::notifications(org)),
         ));
         Ok(seq)

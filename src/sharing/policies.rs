@@ -1,7 +1,7 @@
 //! The policies callers manage: stored with their ODRL quads and their state, listed only
 //! to the operator and the assignees, deleted together with the grants they alone gave.
 
-use oxigraph::model::{GraphName, Literal, NamedNode, Quad, Term};
+use oxigraph::model::{GraphName, NamedNode, Quad, Term};
 use serde_json::Value;
 
 use super::policy::{self, Permission, Policy, Rules};
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::rdf::text;
 use crate::store::Query;
 use crate::store::{graphs, Committed};
-use crate::vocab::{dsn, RDF_JSON};
+use crate::vocab::{dsn, json_literal};
 
 const POLICY_NOT_FOUND: &str = "no policy with this uid is available to you";
 
@@ -90,7 +90,7 @@ impl Sharing {
             tx.insert(&Quad::new(
                 NamedNode::new_unchecked(&policy.uid),
                 dsn("policyState"),
-                Literal::new_typed_literal(state, NamedNode::new_unchecked(RDF_JSON)),
+                json_literal(state),
                 GraphName::NamedNode(graph.clone()),
             ));
             events.push(Committed::PolicyStored { state: stored });

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use oxigraph::model::{Literal, NamedNode, Quad, Term};
+use oxigraph::model::{NamedNode, Quad, Term};
 use oxigraph::store::Transaction;
 use serde_json::{Map, Value};
 
@@ -27,7 +27,7 @@ use crate::consignment::{now, Page};
 use crate::documents::source::AllowList;
 use crate::error::{Error, Result};
 use crate::store::{Committed, Events, ReadModel, Store};
-use crate::vocab::{dsn, RDF_JSON};
+use crate::vocab::{dsn, json_literal};
 
 pub use deliver::Wake;
 pub use queue::FullRef;
@@ -55,10 +55,7 @@ fn quad(s: &Subscription) -> Quad {
     Quad::new(
         subject(&s.id),
         dsn("subscription"),
-        Literal::new_typed_literal(
-            serde_json::to_string(s).unwrap_or_default(),
-            NamedNode::new_unchecked(RDF_JSON),
-        ),
+        json_literal(serde_json::to_string(s).unwrap_or_default()),
         graph(),
     )
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::store::bulk::DeferredCell;
-use crate::vocab::{xsd, RDF_JSON};
+use crate::vocab::xsd;
 
 /// Counts what it inserts: the task's `result`.
 pub(super) struct Writer<'t, 'tx> {
@@ -144,7 +144,7 @@ pub(in crate::intake) fn date_literal(s: &str) -> Term {
 }
 
 pub(in crate::intake) fn json_literal(v: &Value) -> Term {
-    Literal::new_typed_literal(v.to_string(), NamedNode::new_unchecked(RDF_JSON)).into()
+    crate::vocab::json_literal(v.to_string()).into()
 }
 
 /// The quads of `subject` (with `predicate`, when given) in `graph`, as the transaction sees them.

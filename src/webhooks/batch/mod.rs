@@ -19,14 +19,14 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use oxigraph::model::{Literal, NamedNode, NamedNodeRef, NamedOrBlankNodeRef, Quad, Term, TermRef};
+use oxigraph::model::{NamedNode, NamedNodeRef, NamedOrBlankNodeRef, Quad, Term, TermRef};
 use oxigraph::store::{StorageError, Transaction};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::queue::{self, Delivery, FullRef, State};
 use crate::error::Result;
-use crate::vocab::{dsn, RDF_JSON};
+use crate::vocab::{dsn, json_literal};
 
 fn node(id: &str) -> NamedNode {
     NamedNode::new_unchecked(format!("urn:dataspace-node:delivery-batch:{id}"))
@@ -114,10 +114,7 @@ impl Batch {
         Quad::new(
             node(&self.id),
             dsn("deliveryBatch"),
-            Literal::new_typed_literal(
-                serde_json::to_string(self).unwrap_or_default(),
-                NamedNode::new_unchecked(RDF_JSON),
-            ),
+            json_literal(serde_json::to_string(self).unwrap_or_default()),
             queue::graph(),
         )
     }
@@ -473,7 +470,7 @@ pub fn record_successes(tx: &mut Transaction<'_>, id: &str, done: &[Success]) ->
     tx.insert(&Quad::new(
         n,
         dsn("delivered"),
-        Literal::new_typed_literal(json, NamedNode::new_unchecked(RDF_JSON)),
+        json_literal(json),
         queue::graph(),
     ));
     Ok(true)
