@@ -313,8 +313,8 @@ impl Webhooks {
                 .ok_or_else(|| not_found(id))?;
             tx.remove(&old);
             // Its deliveries go with it: nothing is sent for it afterwards.
-            for (_, b) in batch::told_to(tx, org)? {
-                batch::retain_in(tx, &b.id, |p| p.subscription != id)?;
+            for (old, b) in batch::told_to(tx, org)? {
+                batch::retain(tx, &old, b, |p| p.subscription != id);
             }
             events.push(Committed::SubscriptionRemoved { id: id.to_owned() });
             Ok(())

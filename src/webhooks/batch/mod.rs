@@ -414,16 +414,27 @@ pub fn retain_in(
     id: &str,
     keep: impl Fn(&Pending) -> bool,
 ) -> Result<usize> {
-    let Some((old, mut b)) = batch_at(tx, id)? else {
+    let Some((old, b)) = batch_at(tx, id)? else {
         return Ok(0);
     };
+    Ok(retain(tx, &old, b, keep))
+}
+
+/// Keeps in batch `b`, read in this transaction from quad `old`, the deliveries `keep`
+/// picks; how many went.
+pub fn retain(
+    tx: &mut Transaction<'_>,
+    old: &Quad,
+    mut b: Batch,
+    keep: impl Fn(&Pending) -> bool,
+) -> usize {
     let before = b.to.len();
     b.to.retain(|p| keep(p));
     let gone = before - b.to.len();
     if gone > 0 {
-        rewrite(tx, &old, &b);
+        rewrite(tx, old, &b);
     }
-    Ok(gone)
+    gone
 }
 
 /// Stores `b` in place of `old`, with its index quads; or removes it with them when nobody is
